@@ -1,0 +1,230 @@
+//! The graph IR: one flat list of nodes in execution (topological) order, as torch.fx keeps it.
+//!
+//! The JSON form of these types is the contract with `python/tta/graph.py` and is documented in
+//! `docs/graph-format.md`. `Arg`, `Value` and `Dim` have hand-written serde impls (`codec.rs`)
+//! because their JSON is untagged for the common cases and untagged serde derive is slow on
+//! 100k-node graphs.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// The format tag and the schema version this crate reads and writes.
+pub const FORMAT: &str = "tta-graph";
+pub const VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Graph {
+    pub format: String,
+    pub version: u32,
+    pub nodes: Vec<Node>,
+    /// Region instances declared by annotations (`lower_as`): id -> declaration.
+    /// Selector-made regions (module type, pattern) are added by the pass, not carried here.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub regions: IndexMap<String, RegionDecl>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RegionDecl {
+    /// Key of the plugin descriptor in the Python registry.
+    #[serde(rename = "impl")]
+    pub impl_key: String,
+    /// `file:line` of the `with tta.lower_as(...)` statement when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Placeholder,
+    CallFunction,
+    CallMethod,
+    CallModule,
+    GetAttr,
+    Output,
+}
+
+impl OpKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::Placeholder => "placeholder",
+            OpKind::CallFunction => "call_function",
+            OpKind::CallMethod => "call_method",
+            OpKind::CallModule => "call_module",
+            OpKind::GetAttr => "get_attr",
+            OpKind::Output => "output",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub name: String,
+    pub op: OpKind,
+    /// Qualified target: `aten.add.Tensor`, `_operator.getitem`, a method or attribute name.
+    pub target: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<Arg>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub kwargs: IndexMap<String, Arg>,
+    /// `node.meta["val"]`: what the node produces.
+    #[serde(default, skip_serializing_if = "Value::is_none")]
+    pub val: Value,
+    /// Region instance ids this node is tagged with (more than one means overlap or nesting).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<String>,
+    /// Innermost entry of `nn_module_stack`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleRef>,
+    /// All entries of `nn_module_stack`, outermost first (used by the module-type selector).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub module_stack: Vec<ModuleRef>,
+    /// First user stack frame, `file:line`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Positions (in `args`, then kwargs by name) of arguments this op writes, from its schema.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mutates: Vec<String>,
+    /// The op's output aliases (is a view of) one of its inputs, from its schema.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aliases: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModuleRef {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+}
+
+/// An argument of a node: a reference to another node or a literal.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Ref(String),
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<Arg>),
+    Dtype(String),
+    Device(String),
+    Layout(String),
+    MemoryFormat(String),
+    Slice(Box<[Arg; 3]>),
+    /// Anything else, kept as its Python repr; it never matches a pattern literal.
+    Opaque(String),
+}
+
+/// What a node produces (`meta["val"]`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Value {
+    #[default]
+    None,
+    Tensor(TensorMeta),
+    Tuple(Vec<Value>),
+    /// A symbolic integer, as an expression over shape symbols.
+    SymInt(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Opaque(String),
+}
+
+impl Value {
+    pub fn is_none(&self) -> bool {
+        matches!(self, Value::None)
+    }
+    pub fn as_tensor(&self) -> Option<&TensorMeta> {
+        match self {
+            Value::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorMeta {
+    pub dtype: String,
+    pub shape: Vec<Dim>,
+    /// Strides when known (absent for some fake tensors).
+    pub stride: Option<Vec<Dim>>,
+}
+
+/// One dimension: a constant or a symbolic expression such as `s0` or `2*s0 + 1`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Const(i64),
+    Sym(String),
+}
+
+impl std::fmt::Display for Dim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Const(c) => write!(f, "{c}"),
+            Dim::Sym(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::fmt::Display for TensorMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[", self.dtype)?;
+        for (i, d) in self.shape.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+impl Arg {
+    /// Visit every node reference in this argument, depth first, in order.
+    pub fn for_each_ref<'a>(&'a self, f: &mut impl FnMut(&'a str)) {
+        match self {
+            Arg::Ref(name) => f(name),
+            Arg::List(items) => items.iter().for_each(|a| a.for_each_ref(f)),
+            Arg::Slice(parts) => parts.iter().for_each(|a| a.for_each_ref(f)),
+            _ => {}
+        }
+    }
+
+    /// Rewrite every node reference in place.
+    pub fn map_refs(&mut self, f: &mut impl FnMut(&str) -> Option<String>) {
+        match self {
+            Arg::Ref(name) => {
+                if let Some(new) = f(name) {
+                    *name = new;
+                }
+            }
+            Arg::List(items) => items.iter_mut().for_each(|a| a.map_refs(f)),
+            Arg::Slice(parts) => parts.iter_mut().for_each(|a| a.map_refs(f)),
+            _ => {}
+        }
+    }
+}
+
+impl Node {
+    /// Every node this node reads, args first, then kwargs, in order (duplicates kept).
+    pub fn refs(&self) -> impl Iterator<Item = &str> {
+        let mut out = Vec::new();
+        for a in self.args.iter().chain(self.kwargs.values()) {
+            a.for_each_ref(&mut |r| out.push(r));
+        }
+        out.into_iter()
+    }
+
+    pub fn map_refs(&mut self, f: &mut impl FnMut(&str) -> Option<String>) {
+        for a in self.args.iter_mut().chain(self.kwargs.values_mut()) {
+            a.map_refs(f);
+        }
+    }
+}
+
+impl Graph {
+    pub fn new(nodes: Vec<Node>) -> Self {
+        Graph { format: FORMAT.into(), version: VERSION, nodes, regions: IndexMap::new() }
+    }
+}

@@ -1,0 +1,92 @@
+//! The graph verifier: everything later passes rely on, checked once, each error naming its node.
+//!
+//! Invariants: the format and version are ours; node names are unique; every reference names a
+//! node defined earlier (which also makes the graph acyclic, since edges only point backwards);
+//! exactly one `output` node, and it is last; dtypes are known; symbolic dimensions parse; every
+//! region tag is declared.
+
+use super::ir::{Dim, Graph, Node, OpKind, Value, FORMAT, VERSION};
+use crate::error::{Error, ErrorKind, Result};
+use crate::lowering::expr;
+use std::collections::HashMap;
+
+/// torch dtypes by the name `str(dtype)` gives without the `torch.` prefix.
+pub const KNOWN_DTYPES: &[&str] = &[
+    "float32", "float64", "float16", "bfloat16", "complex32", "complex64", "complex128", "uint8", "uint16",
+    "uint32", "uint64", "int8", "int16", "int32", "int64", "bool", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32",
+];
+
+fn err(node: &Node, message: impl Into<String>) -> Error {
+    Error::at(ErrorKind::Verify, &node.name, node.source.as_deref(), message)
+}
+
+/// Check every invariant; return the name -> position index on success.
+pub fn verify(g: &Graph) -> Result<HashMap<&str, usize>> {
+    if g.format != FORMAT || g.version != VERSION {
+        return Err(Error::new(
+            ErrorKind::Parse,
+            format!("expected format {FORMAT:?} version {VERSION}, got {:?} version {}", g.format, g.version),
+        ));
+    }
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(g.nodes.len());
+    let mut outputs = 0;
+    for (i, node) in g.nodes.iter().enumerate() {
+        if node.name.is_empty() {
+            return Err(Error::new(ErrorKind::Verify, format!("node #{i} has an empty name")));
+        }
+        if index.insert(&node.name, i).is_some() {
+            return Err(err(node, "the name is used by more than one node"));
+        }
+        let mut bad_ref = None;
+        node.args.iter().chain(node.kwargs.values()).for_each(|a| {
+            a.for_each_ref(&mut |r| {
+                if bad_ref.is_none() && index.get(r).is_none_or(|&j| j >= i) {
+                    bad_ref = Some(r.to_owned());
+                }
+            })
+        });
+        if let Some(r) = bad_ref {
+            let why = if r == node.name { "refers to itself" } else { "is not defined before it is used" };
+            return Err(err(node, format!("argument `{r}` {why}")));
+        }
+        if node.op == OpKind::Output {
+            outputs += 1;
+            if i + 1 != g.nodes.len() {
+                return Err(err(node, "the output node must be the last node"));
+            }
+        }
+        verify_value(node, &node.val)?;
+        for r in &node.regions {
+            if !g.regions.contains_key(r) {
+                return Err(err(node, format!("region tag `{r}` has no declaration in the graph's regions")));
+            }
+        }
+    }
+    if outputs != 1 {
+        return Err(Error::new(ErrorKind::Verify, format!("a graph has exactly one output node, found {outputs}")));
+    }
+    Ok(index)
+}
+
+fn verify_value(node: &Node, v: &Value) -> Result<()> {
+    match v {
+        Value::Tensor(t) => {
+            if !KNOWN_DTYPES.contains(&t.dtype.as_str()) {
+                return Err(err(node, format!("unknown dtype `{}`", t.dtype)));
+            }
+            for d in t.shape.iter().chain(t.stride.iter().flatten()) {
+                if let Dim::Sym(e) = d {
+                    expr::parse(e).map_err(|x| err(node, format!("shape expression `{e}` does not parse: {x}")))?;
+                }
+            }
+            Ok(())
+        }
+        Value::SymInt(e) => {
+            expr::parse(e).map_err(|x| err(node, format!("symbolic value `{e}` does not parse: {x}")))?;
+            Ok(())
+        }
+        Value::Tuple(items) => items.iter().try_for_each(|x| verify_value(node, x)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,14 @@
+//! tta's core: load an exported PyTorch graph, find and validate the regions to replace with
+//! custom kernels, and outline each into one plugin node. No Python here; `python.rs` (feature
+//! `python`) only converts between JSON strings and Python objects.
+
+pub mod error;
+pub mod graph;
+pub mod lowering;
+pub mod pass;
+pub mod regions;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{Error, ErrorKind, Result};

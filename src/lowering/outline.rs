@@ -1,0 +1,161 @@
+//! Outlining: replace each accepted region by one `tta.<op>.default` call (plus one getitem per
+//! output when there are several) and rewire the outside readers.
+//!
+//! The new node takes the place of the region's last member. That order is valid unless an
+//! outside reader of a region output sat between the members; then the graph is re-sorted
+//! stably (`order.rs`) and the moves that Python must replay are recorded.
+
+use super::order;
+use crate::graph::{Arg, Graph, Node, OpKind, Value};
+use crate::regions::{Boundary, Region};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// One accepted region, ready to outline.
+pub struct Accepted<'a> {
+    pub region: &'a Region,
+    pub boundary: &'a Boundary,
+    pub op: String,
+}
+
+/// What Python applies to its fx graph, in this order: for each edit insert the call after
+/// `after` (then the getitems), point readers of `outputs` at the replacements, erase `remove`;
+/// finally replay `moves` (`node` goes right after `after`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Edit {
+    pub region: String,
+    pub op: String,
+    pub node: String,
+    pub inputs: Vec<String>,
+    /// Original region outputs, replaced in order by `getitems` (or by `node` when single).
+    pub outputs: Vec<String>,
+    pub getitems: Vec<String>,
+    /// Positions of inputs the op writes in place.
+    pub mutated: Vec<usize>,
+    pub after: String,
+    pub remove: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Move {
+    pub node: String,
+    pub after: String,
+}
+
+pub struct Outlined {
+    pub graph: Graph,
+    pub edits: Vec<Edit>,
+    pub moves: Vec<Move>,
+}
+
+pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
+    let mut taken: HashSet<String> = g.nodes.iter().map(|n| n.name.clone()).collect();
+    let mut fresh = |base: &str| -> String {
+        let mut name = base.to_owned();
+        let mut k = 1;
+        while taken.contains(&name) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        taken.insert(name.clone());
+        name
+    };
+
+    let mut removed = vec![false; g.nodes.len()];
+    // Position of a region's last member -> the nodes that replace it.
+    let mut insert_at: HashMap<usize, Vec<Node>> = HashMap::new();
+    let mut rename: HashMap<String, String> = HashMap::new();
+    let mut edits = Vec::with_capacity(accepted.len());
+
+    for a in accepted {
+        let members = &a.region.members;
+        let first = &g.nodes[members[0]];
+        let call_name = fresh(&format!("tta_{}", a.op.rsplit_once('_').map(|(base, _)| base).unwrap_or(&a.op)));
+        let out_vals: Vec<Value> = a
+            .boundary
+            .outputs
+            .iter()
+            .map(|p| g.nodes[members.iter().copied().find(|&m| g.nodes[m].name == p.name).unwrap()].val.clone())
+            .collect();
+        let mutated: Vec<usize> = a.boundary.inputs.iter().enumerate().filter(|(_, p)| p.mutated).map(|(i, _)| i).collect();
+        let call = Node {
+            name: call_name.clone(),
+            op: OpKind::CallFunction,
+            target: format!("tta.{}.default", a.op),
+            args: a.boundary.inputs.iter().map(|p| Arg::Ref(p.name.clone())).collect(),
+            kwargs: Default::default(),
+            val: if out_vals.len() == 1 { out_vals[0].clone() } else { Value::Tuple(out_vals.clone()) },
+            regions: Vec::new(),
+            module: first.module.clone(),
+            module_stack: first.module_stack.clone(),
+            source: first.source.clone(),
+            mutates: mutated.iter().map(|i| i.to_string()).collect(),
+            aliases: false,
+        };
+        let mut replacement = vec![call];
+        let mut getitems = Vec::new();
+        if out_vals.len() > 1 {
+            for (i, (port, val)) in a.boundary.outputs.iter().zip(out_vals).enumerate() {
+                let gi = fresh(&format!("{call_name}_{i}"));
+                rename.insert(port.name.clone(), gi.clone());
+                getitems.push(gi.clone());
+                replacement.push(Node {
+                    name: gi,
+                    op: OpKind::CallFunction,
+                    target: "_operator.getitem".into(),
+                    args: vec![Arg::Ref(call_name.clone()), Arg::Int(i as i64)],
+                    kwargs: Default::default(),
+                    val,
+                    regions: Vec::new(),
+                    module: first.module.clone(),
+                    module_stack: first.module_stack.clone(),
+                    source: first.source.clone(),
+                    mutates: Vec::new(),
+                    aliases: false,
+                });
+            }
+        } else {
+            rename.insert(a.boundary.outputs[0].name.clone(), call_name.clone());
+        }
+        for &m in members {
+            removed[m] = true;
+        }
+        let last = *members.last().unwrap();
+        insert_at.insert(last, replacement);
+        edits.push(Edit {
+            region: a.region.id.clone(),
+            op: a.op.clone(),
+            node: call_name,
+            inputs: a.boundary.inputs.iter().map(|p| p.name.clone()).collect(),
+            outputs: a.boundary.outputs.iter().map(|p| p.name.clone()).collect(),
+            getitems,
+            mutated,
+            after: g.nodes[last].name.clone(),
+            remove: members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
+        });
+    }
+
+    let mut nodes = Vec::with_capacity(g.nodes.len());
+    for (i, node) in g.nodes.iter().enumerate() {
+        if let Some(mut new) = insert_at.remove(&i) {
+            nodes.append(&mut new);
+        }
+        if !removed[i] {
+            let mut n = node.clone();
+            if !rename.is_empty() {
+                n.map_refs(&mut |r| rename.get(r).cloned());
+            }
+            nodes.push(n);
+        }
+    }
+
+    let mut graph = Graph { format: g.format.clone(), version: g.version, nodes, regions: g.regions.clone() };
+    // Declarations of regions that no longer tag any node (outlined ones) go away, as they do
+    // when Python re-serializes the rewritten fx graph.
+    let live: HashSet<&str> = graph.nodes.iter().flat_map(|n| n.regions.iter().map(String::as_str)).collect();
+    let keep: Vec<String> = graph.regions.keys().filter(|k| live.contains(k.as_str())).cloned().collect();
+    graph.regions.retain(|k, _| keep.contains(k));
+
+    let moves = order::legalize(&mut graph);
+    Outlined { graph, edits, moves }
+}

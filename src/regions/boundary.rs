@@ -1,0 +1,83 @@
+//! The boundary of a region: what it reads from outside and what outside reads from it.
+
+use super::{Boundary, Port, PortKind, Region};
+use crate::graph::{Dag, Graph, Value};
+
+/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order.
+/// Fails (with the reason) when a boundary value is neither a tensor nor an integer.
+pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> bool) -> Result<Boundary, String> {
+    let mut inputs: Vec<Port> = Vec::new();
+    let mut input_pos: Vec<usize> = Vec::new();
+    for &m in &region.members {
+        for &p in &dag.inputs[m] {
+            if inside(p) || input_pos.contains(&p) {
+                continue;
+            }
+            let producer = &g.nodes[p];
+            let kind = match &producer.val {
+                Value::Tensor(t) => PortKind::tensor(t),
+                Value::SymInt(e) => PortKind::SymInt { expr: e.clone() },
+                Value::Int(i) => PortKind::SymInt { expr: i.to_string() },
+                other => {
+                    return Err(format!(
+                        "it reads `{}`, which is {} rather than a tensor or an integer{}",
+                        producer.name,
+                        describe(other),
+                        if matches!(other, Value::Tuple(_)) { "; put the tuple's getitem nodes in the region too" } else { "" }
+                    ))
+                }
+            };
+            input_pos.push(p);
+            inputs.push(Port { name: producer.name.clone(), kind, mutated: false });
+        }
+    }
+    let mut outputs = Vec::new();
+    for &m in &region.members {
+        if dag.users[m].iter().all(|&u| inside(u)) {
+            continue;
+        }
+        let node = &g.nodes[m];
+        match &node.val {
+            Value::Tensor(t) => outputs.push(Port { name: node.name.clone(), kind: PortKind::tensor(t), mutated: false }),
+            other => {
+                let reader = dag.users[m].iter().find(|&&u| !inside(u)).map(|&u| g.nodes[u].name.as_str()).unwrap_or("?");
+                return Err(format!(
+                    "`{}` is read outside the region (by `{reader}`) but is {}; a plugin can only return tensors",
+                    node.name,
+                    describe(other)
+                ));
+            }
+        }
+    }
+    if outputs.is_empty() {
+        return Err("nothing it computes is used outside it, so there is nothing to outline".into());
+    }
+    // Mark inputs written in place by a member (allowed only when the impl declares mutation).
+    for &m in &region.members {
+        let node = &g.nodes[m];
+        for pos in &node.mutates {
+            let arg = match pos.parse::<usize>() {
+                Ok(i) => node.args.get(i),
+                Err(_) => node.kwargs.get(pos),
+            };
+            if let Some(crate::graph::Arg::Ref(r)) = arg {
+                if let Some(port) = inputs.iter_mut().find(|p| &p.name == r) {
+                    port.mutated = true;
+                }
+            }
+        }
+    }
+    Ok(Boundary { inputs, outputs })
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::None => "None (no value)",
+        Value::Tuple(_) => "a tuple",
+        Value::Float(_) => "a float",
+        Value::Bool(_) => "a bool",
+        Value::Opaque(_) => "an opaque Python object",
+        Value::Tensor(_) => "a tensor",
+        Value::SymInt(_) | Value::Int(_) => "an integer",
+    }
+}

@@ -1,0 +1,42 @@
+//! Regions from annotation tags (`node.regions`, written by `tta.lower_as`).
+
+use super::{Origin, Region};
+use crate::graph::{Graph, OpKind};
+use indexmap::IndexMap;
+
+/// One region per declared tag, ordered by first member. `get_attr` nodes are not members:
+/// they only name a constant, which becomes a region input like any other outside value.
+pub fn from_annotations(g: &Graph) -> Vec<Region> {
+    let mut by_id: IndexMap<&str, Region> = g
+        .regions
+        .iter()
+        .map(|(id, decl)| {
+            let region = Region {
+                id: id.clone(),
+                impl_key: decl.impl_key.clone(),
+                origin: Origin::Annotation,
+                source: decl.source.clone(),
+                members: Vec::new(),
+            };
+            (id.as_str(), region)
+        })
+        .collect();
+    for (i, node) in g.nodes.iter().enumerate() {
+        if node.op == OpKind::GetAttr {
+            continue;
+        }
+        for tag in &node.regions {
+            if let Some(r) = by_id.get_mut(tag.as_str()) {
+                r.members.push(i);
+            }
+        }
+    }
+    let mut regions: Vec<Region> = by_id.into_values().collect();
+    for r in &mut regions {
+        if r.source.is_none() {
+            r.source = r.members.first().and_then(|&i| g.nodes[i].source.clone());
+        }
+    }
+    regions.sort_by_key(|r| r.members.first().copied().unwrap_or(usize::MAX));
+    regions
+}

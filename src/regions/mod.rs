@@ -1,0 +1,69 @@
+//! Region instances: which nodes each one holds, where it came from, and whether it can be
+//! outlined. Selectors (`collect` for annotation tags; `modules` and `pattern` in issue 4) only
+//! produce member sets; validation and boundary computation are shared by all of them.
+
+pub mod boundary;
+pub mod collect;
+pub mod validate;
+
+use crate::graph::TensorMeta;
+use serde::Serialize;
+
+/// How a region was chosen.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Origin {
+    /// `with tta.lower_as(...)`
+    Annotation,
+    /// Every instance of a module type or path prefix (`tta.lower_modules`).
+    Module { selector: String, path: String },
+    /// An occurrence of a subgraph pattern (`tta.lower_pattern`).
+    Pattern { pattern: String },
+}
+
+/// One region instance, before validation.
+#[derive(Clone, Debug)]
+pub struct Region {
+    pub id: String,
+    pub impl_key: String,
+    pub origin: Origin,
+    /// `file:line` of the `with` statement when known, else of the first member's user frame.
+    pub source: Option<String>,
+    /// Member node positions, ascending.
+    pub members: Vec<usize>,
+}
+
+/// A value crossing the region boundary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Port {
+    /// The node producing the value (outside the region for inputs, inside for outputs).
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: PortKind,
+    /// The region writes this input in place (only with an impl that declares mutation).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mutated: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PortKind {
+    Tensor { dtype: String, shape: Vec<String> },
+    /// A symbolic or constant integer produced outside the region (e.g. `sym_size`).
+    SymInt { expr: String },
+}
+
+impl PortKind {
+    pub fn tensor(t: &TensorMeta) -> PortKind {
+        PortKind::Tensor { dtype: t.dtype.clone(), shape: t.shape.iter().map(|d| d.to_string()).collect() }
+    }
+}
+
+/// The boundary of a valid region.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Boundary {
+    /// Values read from outside, in order of first use.
+    pub inputs: Vec<Port>,
+    /// Member values read outside (by other nodes or the graph output), in node order.
+    pub outputs: Vec<Port>,
+}
