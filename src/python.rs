@@ -86,10 +86,30 @@ fn analyze(py: Python<'_>, graph_json: &str, impls_json: &str) -> PyResult<PyAna
     py.detach(|| pass::analyze_json(graph_json, impls, Vec::new())).map(PyAnalysis).map_err(to_py)
 }
 
+fn expr_err(e: crate::lowering::expr::ExprError) -> PyErr {
+    to_py(Error::new(ErrorKind::Input, e.0))
+}
+
 /// Canonical text of a shape expression (raises on a malformed one).
 #[pyfunction]
 fn canonical_expr(text: &str) -> PyResult<String> {
-    crate::lowering::expr::canonical(text).map_err(|e| to_py(Error::new(ErrorKind::Input, e.0)))
+    crate::lowering::expr::canonical(text).map_err(expr_err)
+}
+
+/// Value of a shape expression; `env_json` maps symbols to integers.
+#[pyfunction]
+fn eval_expr(text: &str, env_json: &str) -> PyResult<i64> {
+    let env: HashMap<String, i64> = serde_json::from_str(env_json).map_err(|e| input_err("symbol values", e))?;
+    crate::lowering::expr::parse(text).and_then(|p| p.eval(&env)).map_err(expr_err)
+}
+
+/// The expression in trtp's shape arithmetic; `leaves_json` maps symbols to Python source
+/// (e.g. `{"i0_1": "inp0.shape_expr[1]"}`).
+#[pyfunction]
+fn trtp_expr(text: &str, leaves_json: &str) -> PyResult<String> {
+    let leaves: HashMap<String, String> = serde_json::from_str(leaves_json).map_err(|e| input_err("leaves", e))?;
+    let leaf = |s: &str| leaves.get(s).cloned().unwrap_or_else(|| s.to_owned());
+    crate::lowering::expr::parse(text).and_then(|p| p.to_trtp(&leaf)).map_err(expr_err)
 }
 
 #[pymodule]
@@ -99,5 +119,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyOutcome>()?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_expr, m)?)?;
+    m.add_function(wrap_pyfunction!(eval_expr, m)?)?;
+    m.add_function(wrap_pyfunction!(trtp_expr, m)?)?;
     Ok(())
 }

@@ -1,0 +1,23 @@
+"""tta: put your own Triton, cuTile and CuTeDSL kernels into TensorRT engines.
+
+Mark regions with ``tta.lower_as(impl=...)``, export, and ``tta.rewrite`` outlines each region
+into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
+"""
+
+from .annotate import lower_as
+from .errors import AnnotationError, GraphError, PluginError, TTAError
+from .plugin import Plugin, custom_plugin
+from .rewrite import RegionReport, RewriteResult, rewrite
+
+__all__ = [
+    "AnnotationError",
+    "GraphError",
+    "Plugin",
+    "PluginError",
+    "RegionReport",
+    "RewriteResult",
+    "TTAError",
+    "custom_plugin",
+    "lower_as",
+    "rewrite",
+]

@@ -1,0 +1,84 @@
+"""``tta.lower_as``: mark the ops traced inside a ``with`` block (or a decorated function) as
+one region to be replaced by a custom plugin.
+
+Each entry tags the fx nodes it traces through ``torch.fx.traceback.annotate`` with the key
+``tta_region:<id>`` (one key per region, so nesting leaves two keys on a node and is caught in
+the graph even where Python could not see it). The tags land in ``node.meta["custom"]`` and
+survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+import threading
+
+import torch
+import torch.fx.traceback as fx_traceback
+
+from .errors import AnnotationError, PluginError
+from .plugin import Plugin
+
+TAG_PREFIX = "tta_region:"
+
+_counter = itertools.count(1)
+_active = threading.local()
+_SKIP_FILES = (contextlib.__file__, os.path.dirname(__file__))
+
+
+@torch._dynamo.assume_constant_result
+def _next_id() -> int:
+    # Run eagerly even while dynamo traces (strict export), so ids stay unique without a
+    # traced side effect on a global.
+    return next(_counter)
+
+
+def _call_site() -> str | None:
+    """``file:line`` of the user's ``with`` statement or decorated call."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_FILES):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
+
+
+@contextlib.contextmanager
+def _region(impl: Plugin, name: str | None):
+    rid = f"{name or impl.name}:{_next_id()}"
+    if torch.compiler.is_dynamo_compiling():
+        # Dynamo runs fx_traceback.annotate eagerly and records node meta itself. Frames and
+        # thread-locals are not visible here; nesting is caught from the graph instead.
+        with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": None}}):
+            yield
+        return
+    site = _call_site()
+    stack = getattr(_active, "stack", None)
+    if stack is None:
+        stack = _active.stack = []
+    if stack:
+        outer_id, outer_site = stack[-1]
+        raise AnnotationError(
+            f"tta.lower_as regions cannot nest: the region at {site} is inside the region "
+            f"{outer_id} opened at {outer_site}; close the outer one first or merge them"
+        )
+    stack.append((rid, site))
+    try:
+        # annotate outside preserve_node_meta: preserve restores a shallow copy of the meta on
+        # exit, which would keep annotate's in-place update of an existing "custom" dict alive
+        # and leak this region's tag onto later nodes.
+        with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}), fx_traceback.preserve_node_meta():
+            yield
+    finally:
+        stack.pop()
+
+
+def lower_as(impl: Plugin, name: str | None = None):
+    """Mark a region to be replaced by ``impl``; a context manager and a decorator.
+
+    ``impl`` is a ``tta.custom_plugin(...)``. ``name`` labels the region in reports. Every
+    entry (each loop iteration, each call of a decorated function) is a distinct region.
+    """
+    if not isinstance(impl, Plugin):
+        raise PluginError(f"lower_as(impl=...) takes a tta.custom_plugin(...), got {type(impl).__name__}")
+    return _region(impl, name)

@@ -1,0 +1,1 @@
+"""Ahead-of-time compilation of kernel specs into CompiledKernels (see base.py)."""

@@ -1,0 +1,34 @@
+"""Errors raised by tta. Each names the user's source line when one is known."""
+
+from __future__ import annotations
+
+
+class TTAError(Exception):
+    """Base class of every error tta raises on purpose."""
+
+
+class AnnotationError(TTAError):
+    """Misuse of ``lower_as`` at trace time (e.g. nesting)."""
+
+
+class PluginError(TTAError):
+    """A plugin descriptor is invalid or conflicts with one already registered."""
+
+
+class GraphError(TTAError):
+    """The exported graph is malformed, or the rewrite could not be applied.
+
+    ``node`` and ``source`` name the offending node and the user's ``file:line`` when known.
+    """
+
+    def __init__(self, message: str, *, kind: str = "verify", node: str | None = None, source: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.node = node
+        self.source = source
+
+
+def from_core(exc: Exception) -> GraphError:
+    """Convert a ``tta._core.CoreError`` (args: kind, message, node, source)."""
+    kind, message, node, source = exc.args
+    return GraphError(message, kind=kind, node=node, source=source)

@@ -1,0 +1,113 @@
+"""One ``torch.library`` op per plugin: ``tta::<op>``.
+
+The schema comes from the region signature the Rust pass computed. The fake impl is the
+plugin's ``meta_impl`` or the region body run under fake tensors; the eager impl is the
+plugin's kernel when it can run on the inputs, else the region body. Registration is
+idempotent and thread-safe: the same op name always means the same signature and body.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import torch
+import torch.fx
+
+from .plugin import Plugin
+
+NAMESPACE = "tta"
+
+_lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive for the whole process
+_ops: dict[str, torch._ops.OpOverload] = {}
+_bodies: dict[str, torch.fx.GraphModule] = {}
+_lock = threading.Lock()
+
+
+def schema(inputs: list[dict], outputs: list[dict]) -> str:
+    """``(Tensor x0, SymInt x1) -> (Tensor, Tensor)`` from the pass's port lists."""
+    params = []
+    for i, p in enumerate(inputs):
+        if p["kind"] == "tensor":
+            params.append(f"Tensor{'(a' + str(i) + '!)' if p.get('mutated') else ''} x{i}")
+        else:
+            params.append(f"SymInt x{i}")
+    rets = ["Tensor"] * len(outputs)
+    ret = rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
+    return f"({', '.join(params)}) -> {ret}"
+
+
+def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[torch.fx.Node], outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
+    """The region as a standalone GraphModule: inputs -> outputs."""
+    g = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for i, n in enumerate(inputs):
+        p = g.placeholder(f"x{i}")
+        p.meta = dict(n.meta)
+        env[n] = p
+    for n in members:
+        env[n] = g.node_copy(n, lambda x: env[x])
+    result = [env[o] for o in outputs]
+    g.output(result[0] if len(result) == 1 else tuple(result))
+    return torch.fx.GraphModule(gm, g, class_name="RegionBody")
+
+
+def _detach_aliases(inputs, outputs):
+    """Custom ops may not return views of their inputs; copy any output that is one."""
+    ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.device.type != "meta"}
+    return tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outputs)
+
+
+def _make_eager(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
+    def eager(*inputs):
+        outs = None
+        if plugin.kernels:
+            from .aot.eager import launch  # imports the kernel DSLs only when needed
+
+            outs = launch(plugin, inputs)
+        if outs is None:
+            outs = body(*inputs)
+            outs = _detach_aliases(inputs, outs if n_out > 1 else (outs,))
+        elif n_out == 1 and isinstance(outs, torch.Tensor):
+            outs = (outs,)
+        return tuple(outs) if n_out > 1 else outs[0]
+
+    return eager
+
+
+def _make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
+    def fake(*inputs):
+        if plugin.meta_impl is not None:
+            outs = plugin.meta_impl(*inputs)
+        else:
+            outs = body(*inputs)
+        if n_out == 1:
+            return outs[0] if isinstance(outs, (tuple, list)) else outs
+        return tuple(o.clone() if any(o is i for i in inputs) else o for o in outs)
+
+    return fake
+
+
+def ensure_op(op: str, inputs: list[dict], outputs: list[dict], plugin: Plugin, body: Callable[[], torch.fx.GraphModule]) -> torch._ops.OpOverload:
+    """Register ``tta::<op>`` once; ``body`` builds the region body only when needed."""
+    existing = _ops.get(op)
+    if existing is not None:
+        return existing
+    with _lock:
+        existing = _ops.get(op)
+        if existing is not None:
+            return existing
+        gm = body()
+        n_out = len(outputs)
+        _lib.define(op + schema(inputs, outputs))
+        _lib.impl(op, _make_eager(plugin, gm, n_out), "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
+        overload = getattr(getattr(torch.ops, NAMESPACE), op).default
+        _bodies[op] = gm
+        _ops[op] = overload
+        return overload
+
+
+def body_of(op: str) -> torch.fx.GraphModule | None:
+    """The region body an op was registered with (its fallback implementation)."""
+    return _bodies.get(op)

@@ -1,0 +1,189 @@
+"""``tta.rewrite``: run the Rust pass on an exported program and apply its result to the fx graph.
+
+Steps: serialize the graph (``graph.py``), analyze it in Rust, run each region's ``meta_impl``
+on the region's fake inputs, outline in Rust, replay the edits on the fx graph (registering
+one ``tta::<op>`` per plugin), then re-serialize and have Rust check that both graphs agree.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import operator
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch.export import ExportedProgram
+
+from . import _core, graph, ops
+from .errors import GraphError, from_core
+from .plugin import declarations, lookup
+
+# Node meta copied from a region's first op onto the node replacing it; the serializer reads
+# these, so the copy is what makes the fx graph equal the pass's graph.
+_CARRIED_META = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn")
+
+
+@dataclass
+class RegionReport:
+    id: str
+    impl: str
+    origin: dict
+    source: str | None
+    status: str
+    nodes: list[str]
+    inputs: list[dict]
+    outputs: list[dict]
+    reason: str | None = None
+    op: str | None = None
+    node: str | None = None
+
+    @property
+    def outlined(self) -> bool:
+        return self.status == "outlined"
+
+
+@dataclass
+class RewriteResult:
+    """What ``tta.rewrite`` returns: the rewritten program and a report per region."""
+
+    program: Any
+    regions: list[RegionReport]
+    report_text: str
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def outlined(self) -> list[RegionReport]:
+        return [r for r in self.regions if r.outlined]
+
+    @property
+    def refused(self) -> list[RegionReport]:
+        return [r for r in self.regions if not r.outlined]
+
+    def __str__(self) -> str:
+        head = f"tta: {len(self.outlined)} region(s) outlined, {len(self.refused)} refused\n"
+        return head + self.report_text
+
+
+def _run_meta_impls(summary: list[dict], nodes: dict[str, torch.fx.Node]) -> dict:
+    out = {}
+    for r in summary:
+        plugin = lookup(r["impl"])
+        if not r["valid"] or plugin is None or plugin.meta_impl is None:
+            continue
+        vals = [nodes[p["name"]].meta.get("val") for p in r["inputs"]]
+        fake_mode = torch._guards.detect_fake_mode(vals)
+        try:
+            with fake_mode if fake_mode is not None else torch._subclasses.FakeTensorMode():
+                res = plugin.meta_impl(*vals)
+            res = list(res) if isinstance(res, (tuple, list)) else [res]
+            out[r["id"]] = {"ok": [{"dtype": str(t.dtype)[6:], "shape": [graph._dim(d) for d in t.shape]} for t in res]}
+        except Exception as e:  # the user's meta_impl: report, never crash the rewrite
+            out[r["id"]] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def _apply(gm: torch.fx.GraphModule, edits: dict, summary: list[dict]) -> None:
+    g = gm.graph
+    nodes = {n.name: n for n in g.nodes}
+    ports = {r["id"]: r for r in summary}
+    for e in edits["edits"]:
+        members = [nodes[m] for m in e["remove"]]
+        inputs = [nodes[i] for i in e["inputs"]]
+        outputs = [nodes[o] for o in e["outputs"]]
+        region = ports[e["region"]]
+        plugin = lookup(region["impl"])
+        op = ops.ensure_op(e["op"], region["inputs"], region["outputs"], plugin, lambda: ops.extract_body(gm, members, inputs, outputs))
+        first = members[0]
+        with g.inserting_after(nodes[e["after"]]):
+            call = g.create_node("call_function", op, tuple(inputs), {}, name=e["node"])
+        vals = [o.meta.get("val") for o in outputs]
+        call.meta["val"] = vals[0] if len(vals) == 1 else tuple(vals)
+        carried = {k: first.meta[k] for k in _CARRIED_META if k in first.meta}
+        call.meta.update(carried)
+        call.meta["tta"] = {"region": e["region"], "op": e["op"], "impl": region["impl"]}
+        created = [call]
+        prev = call
+        for i, name in enumerate(e["getitems"]):
+            with g.inserting_after(prev):
+                gi = g.create_node("call_function", operator.getitem, (call, i), {}, name=name)
+            gi.meta["val"] = vals[i]
+            gi.meta.update(carried)
+            created.append(gi)
+            prev = gi
+        for n, want in zip(created, [e["node"], *e["getitems"]]):
+            if n.name != want:
+                raise GraphError(f"fx named the new node {n.name!r} instead of {want!r}", kind="mismatch", node=want)
+        for old, new in zip(outputs, created[1:] if e["getitems"] else created):
+            old.replace_all_uses_with(new)
+        for m in reversed(members):
+            g.erase_node(m)
+            del nodes[m.name]
+        nodes.update((n.name, n) for n in created)
+    for mv in edits["moves"]:
+        nodes[mv["after"]].append(nodes[mv["node"]])
+
+
+def _with_new_graph(ep: ExportedProgram, gm: torch.fx.GraphModule) -> ExportedProgram:
+    """A new ExportedProgram over the rewritten module; output specs follow renamed nodes."""
+    sig = copy.deepcopy(ep.graph_signature)
+    out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    for spec, arg in zip(sig.output_specs, out_node.args[0]):
+        if isinstance(arg, torch.fx.Node) and hasattr(spec.arg, "name"):
+            spec.arg.name = arg.name
+    return ep._update(gm, sig)
+
+
+def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, check: bool = True) -> RewriteResult:
+    """Outline every valid region of ``program`` into one ``tta::<op>`` node.
+
+    Returns the rewritten program (same type as given; an ExportedProgram is not modified)
+    and a report that says, per region, which op replaced it or why it was refused.
+    """
+    t0 = time.perf_counter()
+    if isinstance(program, ExportedProgram):
+        gm = copy.deepcopy(program.graph_module)
+    elif isinstance(program, torch.fx.GraphModule):
+        gm = program
+    else:
+        raise TypeError(f"tta.rewrite takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
+    t_copy = time.perf_counter()
+    doc = graph.graph_to_dict(gm.graph)
+    impls = declarations({r["impl"] for r in doc.get("regions", {}).values()})
+    graph_json = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    t_ser = time.perf_counter()
+    try:
+        analysis = _core.analyze(graph_json, json.dumps(impls))
+        summary = json.loads(analysis.summary_json())
+        nodes = {n.name: n for n in gm.graph.nodes}
+        meta = _run_meta_impls(summary, nodes)
+        outcome = analysis.outline(json.dumps(meta))
+    except _core.CoreError as e:
+        raise from_core(e) from None
+    t_pass = time.perf_counter()
+    edits = json.loads(outcome.edits_json())
+    if edits["edits"]:
+        _apply(gm, edits, summary)
+        gm.recompile()
+    t_apply = time.perf_counter()
+    if check:
+        try:
+            outcome.check_matches(graph.to_json(gm.graph))
+        except _core.CoreError as e:
+            raise from_core(e) from None
+    t_check = time.perf_counter()
+    result = gm if not isinstance(program, ExportedProgram) else _with_new_graph(program, gm)
+    regions = [RegionReport(**r) for r in json.loads(outcome.report_json())]
+    timings = {
+        "copy_s": t_copy - t0,
+        "serialize_s": t_ser - t_copy,
+        "pass_s": t_pass - t_ser,
+        "apply_s": t_apply - t_pass,
+        "check_s": t_check - t_apply,
+        "total_s": time.perf_counter() - t0,
+        "rust": json.loads(outcome.timings_json()),
+    }
+    return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=timings)

@@ -1,0 +1,89 @@
+"""Kernel specs: ``tta.triton``, ``tta.cutile``, ``tta.cutedsl``.
+
+A spec names the user's launch function (plain launch code: ``launch(*inputs, *outputs,
+**config)``) and the compile-time configs to build, one TensorRT tactic each. Specs are frozen
+and hashable; ``cache_key`` is stable across processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .errors import PluginError
+
+BACKENDS = ("triton", "cutile", "cutedsl")
+
+
+def _freeze(config: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(config, Mapping):
+        raise PluginError(f"{where}: each config must be a dict of compile-time values, got {type(config).__name__}")
+    for k, v in config.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise PluginError(f"{where}: config key {k!r} is not a keyword argument name")
+        if not isinstance(v, (bool, int, float, str)):
+            raise PluginError(f"{where}: config {k}={v!r} is not a compile-time value (bool, int, float or str)")
+    return tuple(sorted(config.items()))
+
+
+def _source_digest(fn: Callable) -> str:
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One backend's implementation of a plugin: a launch function and its configs."""
+
+    backend: str
+    launch_fn: Callable = field(hash=False, compare=False)
+    configs: tuple[tuple[tuple[str, Any], ...], ...]
+    identity: str  # module.qualname of launch_fn
+
+    @property
+    def cache_key(self) -> str:
+        payload = json.dumps([self.backend, self.identity, _source_digest(self.launch_fn), self.configs], default=repr)
+        return f"{self.backend}:{self.identity}:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
+
+    def config_dicts(self) -> list[dict[str, Any]]:
+        return [dict(c) for c in self.configs]
+
+    def __repr__(self) -> str:
+        return f"{self.backend}({self.identity}, configs={self.config_dicts()})"
+
+
+def _spec(backend: str, launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None) -> KernelSpec:
+    where = f"tta.{backend}({getattr(launch_fn, '__qualname__', launch_fn)!s})"
+    if not callable(launch_fn):
+        raise PluginError(f"{where}: launch_fn must be callable")
+    frozen = tuple(_freeze(c, where) for c in (configs if configs is not None else [{}]))
+    if not frozen:
+        raise PluginError(f"{where}: configs is empty; give at least one (use [{{}}] for none)")
+    seen = set()
+    for c in frozen:
+        if c in seen:
+            raise PluginError(f"{where}: duplicate config {dict(c)}")
+        seen.add(c)
+    identity = f"{getattr(launch_fn, '__module__', '?')}.{getattr(launch_fn, '__qualname__', repr(launch_fn))}"
+    return KernelSpec(backend=backend, launch_fn=launch_fn, configs=frozen, identity=identity)
+
+
+def triton(launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None = None) -> KernelSpec:
+    """A Triton kernel launched by ``launch_fn(*inputs, *outputs, **config)``."""
+    return _spec("triton", launch_fn, configs)
+
+
+def cutile(launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None = None) -> KernelSpec:
+    """A cuTile kernel launched by ``launch_fn`` through ``ct.launch``."""
+    return _spec("cutile", launch_fn, configs)
+
+
+def cutedsl(launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None = None) -> KernelSpec:
+    """A CuTeDSL kernel launched by ``launch_fn`` through a ``@cute.jit`` host function."""
+    return _spec("cutedsl", launch_fn, configs)
