@@ -19,6 +19,7 @@ import torch.fx
 from torch.export import ExportedProgram
 
 from . import _core, graph, ops
+from .annotate import TAG_PREFIX
 from .errors import GraphError, from_core
 from .plugin import declarations, lookup
 
@@ -89,10 +90,12 @@ def _run_meta_impls(summary: list[dict], nodes: dict[str, torch.fx.Node]) -> dic
 def _apply(gm: torch.fx.GraphModule, edits: dict, summary: list[dict]) -> None:
     g = gm.graph
     nodes = {n.name: n for n in g.nodes}
+    # An input may be another region's output that an earlier edit already replaced.
+    replaced: dict[str, torch.fx.Node] = {}
     ports = {r["id"]: r for r in summary}
     for e in edits["edits"]:
         members = [nodes[m] for m in e["remove"]]
-        inputs = [nodes[i] for i in e["inputs"]]
+        inputs = [replaced.get(i) or nodes[i] for i in e["inputs"]]
         outputs = [nodes[o] for o in e["outputs"]]
         region = ports[e["region"]]
         plugin = lookup(region["impl"])
@@ -119,6 +122,7 @@ def _apply(gm: torch.fx.GraphModule, edits: dict, summary: list[dict]) -> None:
                 raise GraphError(f"fx named the new node {n.name!r} instead of {want!r}", kind="mismatch", node=want)
         for old, new in zip(outputs, created[1:] if e["getitems"] else created):
             old.replace_all_uses_with(new)
+            replaced[old.name] = new
         for m in reversed(members):
             g.erase_node(m)
             del nodes[m.name]
@@ -137,6 +141,18 @@ def _with_new_graph(ep: ExportedProgram, gm: torch.fx.GraphModule) -> ExportedPr
     return ep._update(gm, sig)
 
 
+def _untag_placeholders(gm: torch.fx.GraphModule) -> None:
+    """Strict export creates an input's placeholder lazily, when the traced code first reads it,
+    so an input first read inside a region gets the region's tag. Reading an input does not
+    put it in the region: drop those tags (the pass refuses any placeholder left in a region)."""
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            break
+        custom = n.meta.get("custom")
+        if custom and any(k.startswith(TAG_PREFIX) for k in custom):
+            n.meta["custom"] = {k: v for k, v in custom.items() if not k.startswith(TAG_PREFIX)}
+
+
 def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, check: bool = True) -> RewriteResult:
     """Outline every valid region of ``program`` into one ``tta::<op>`` node.
 
@@ -150,6 +166,7 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, check: bool = Tr
         gm = program
     else:
         raise TypeError(f"tta.rewrite takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
+    _untag_placeholders(gm)
     t_copy = time.perf_counter()
     doc = graph.graph_to_dict(gm.graph)
     impls = declarations({r["impl"] for r in doc.get("regions", {}).values()})

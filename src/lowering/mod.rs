@@ -5,6 +5,7 @@ pub mod expr;
 pub mod naming;
 pub mod order;
 pub mod outline;
+pub mod ptx;
 pub mod report;
 pub mod signature;
 

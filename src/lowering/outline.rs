@@ -135,17 +135,19 @@ pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
         });
     }
 
+    // Readers of a region output may be anywhere, including another region's new call.
     let mut nodes = Vec::with_capacity(g.nodes.len());
     for (i, node) in g.nodes.iter().enumerate() {
-        if let Some(mut new) = insert_at.remove(&i) {
-            nodes.append(&mut new);
+        if let Some(new) = insert_at.remove(&i) {
+            nodes.extend(new);
         }
         if !removed[i] {
-            let mut n = node.clone();
-            if !rename.is_empty() {
-                n.map_refs(&mut |r| rename.get(r).cloned());
-            }
-            nodes.push(n);
+            nodes.push(node.clone());
+        }
+    }
+    if !rename.is_empty() {
+        for n in &mut nodes {
+            n.map_refs(&mut |r| rename.get(r).cloned());
         }
     }
 

@@ -1,0 +1,466 @@
+"""Triton backend: record a launch function's ``kernel[grid](...)``, compile it ahead of time for
+one SM with ``triton.compile``, and bring the PTX to the TensorRT QDP ABI.
+
+What each kernel argument becomes (``analyze``):
+
+=========================================  =================================================
+argument                                   role
+=========================================  =================================================
+an input / output tensor (or a view of it  pointer param; its position in the QDP ABI is the
+starting at the same address)              port's position
+an int computed from shapes (SymInt)       runtime ``i32`` param, an int32 *extra* with the
+                                           shape expression
+an int/bool/None that does not depend on   compiled in as a constexpr (one specialization
+shapes, or any value of a ``tl.constexpr``  each), never a runtime argument
+a float to a runtime param                 refused: TensorRT passes only int32 scalars
+=========================================  =================================================
+
+Triton's JIT would also specialize on values (an int equal to 1 becomes a constant and leaves
+the PTX; ints divisible by 16 and 16-byte aligned pointers get ``tt.divisibility``). AOT must not:
+the kernel has to accept every size TensorRT hands it, and TensorRT documents no alignment. So
+the signature and ``attrs`` are written out here, with no hints; ``pointer_divisibility`` is an
+explicit opt-in for callers that know better (benchmarks compare both).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..errors import PluginError
+from .base import CompiledKernel
+from .record import Session, constant_int, dtype_name, patched
+
+# torch dtype -> Triton pointer element type.
+_TRITON_TYPES = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int8": "i8",
+    "uint8": "u8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
+
+
+@dataclass
+class TritonLaunch:
+    """One intercepted ``kernel[grid](*args, **kwargs)``."""
+
+    kernel: Any  # triton.runtime.jit.JITFunction
+    args: tuple
+    kwargs: dict
+    grid: Any
+
+
+# -- interception ----------------------------------------------------------------------------
+
+_active = threading.local()
+
+
+def _jit_run(original):
+    def run(self, *args, grid, warmup, **kwargs):
+        sink = getattr(_active, "sink", None)
+        if sink is None:  # another thread, not recording: behave as Triton does
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        sink(TritonLaunch(self, args, dict(kwargs), grid))
+        return None
+
+    return run
+
+
+def _refuse(why: str):
+    def factory(original):
+        def run(self, *args, **kwargs):
+            if getattr(_active, "sink", None) is None:
+                return original(self, *args, **kwargs)
+            name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "?")
+            raise PluginError(why.format(name=name))
+
+        return run
+
+    return factory
+
+
+@contextlib.contextmanager
+def intercept(sink: Callable[[TritonLaunch], None]):
+    """While active (in this thread), Triton launches go to ``sink`` instead of the GPU."""
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    prev = getattr(_active, "sink", None)
+    _active.sink = sink
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(patched(JITFunction, "run", _jit_run, _active))
+            stack.enter_context(
+                patched(
+                    Autotuner,
+                    "run",
+                    _refuse(
+                        "kernel {name} is wrapped in @triton.autotune; tta's configs replace autotuning "
+                        "(each config is one TensorRT tactic): remove the decorator and list the configs in "
+                        "tta.triton(launch_fn, configs=[...])"
+                    ),
+                    _active,
+                )
+            )
+            try:
+                from triton.runtime.interpreter import InterpretedFunction
+            except ImportError:  # pragma: no cover - older Triton
+                InterpretedFunction = None
+            if InterpretedFunction is not None:
+                stack.enter_context(
+                    patched(
+                        InterpretedFunction,
+                        "run",
+                        _refuse(
+                            "kernel {name} was defined with TRITON_INTERPRET=1 set; ahead-of-time compilation "
+                            "needs the real Triton compiler: unset TRITON_INTERPRET before importing the kernel"
+                        ),
+                        _active,
+                    )
+                )
+            yield
+    finally:
+        _active.sink = prev
+
+
+# -- analysis --------------------------------------------------------------------------------
+
+
+@dataclass
+class Param:
+    name: str
+    role: str  # "input" | "output" | "extra" | "constexpr"
+    index: int | None = None  # port index for input/output, extra index for extra
+    value: Any = None  # constexpr value, or extra expression
+
+
+@dataclass
+class TritonPlan:
+    """What to compile and how TensorRT launches it; everything symbolic is an expression."""
+
+    kernel: Any
+    params: list[Param]
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    extras: list[str]
+    grid: tuple[str, str, str]
+    options: dict[str, Any]
+    input_dtypes: tuple[str, ...]
+    output_dtypes: tuple[str, ...]
+    output_shapes: tuple[tuple[str, ...], ...]
+    guards: list[str] = field(default_factory=list)
+    baked: dict[str, Any] = field(default_factory=dict)  # runtime params given constants
+
+    def runtime_params(self) -> list[Param]:
+        return [p for p in self.params if p.role != "constexpr"]
+
+    def qdp_permutation(self) -> list[int]:
+        """``perm[i]`` = index (among the kernel's runtime params) of QDP slot ``i``."""
+        rt = self.runtime_params()
+        order = {"input": 0, "extra": 1, "output": 2}
+        return sorted(range(len(rt)), key=lambda i: (order[rt[i].role], rt[i].index))
+
+
+def _option_names() -> set[str]:
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    return {f.name for f in dataclasses.fields(CUDAOptions)}
+
+
+def _kernel_name(kernel) -> str:
+    fn = getattr(kernel, "fn", kernel)
+    return getattr(fn, "__qualname__", getattr(fn, "__name__", repr(kernel)))
+
+
+def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
+    """Roles of every argument, the extras, the grid and the compile options of one launch."""
+    kernel = launch.kernel
+    kname = _kernel_name(kernel)
+    here = f"{where}: kernel {kname}"
+    option_names = _option_names()
+    options = {k: v for k, v in launch.kwargs.items() if k in option_names}
+    kwargs = {k: v for k, v in launch.kwargs.items() if k not in option_names}
+    sig = inspect.signature(kernel.fn)
+    try:
+        bound = sig.bind(*launch.args, **kwargs)
+    except TypeError as e:
+        raise PluginError(f"{here}: the launch does not match the kernel's parameters: {e}") from None
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+
+    params: list[Param] = []
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    extras: list[str] = []
+    baked: dict[str, Any] = {}
+    seen_ports: dict[tuple[str, int], str] = {}
+    for kp in kernel.params:
+        name = kp.name
+        v = values[name]
+        if kp.is_constexpr:
+            c = _constexpr_value(v, name, here, session)
+            constexprs[name] = c
+            signature[name] = "constexpr"
+            params.append(Param(name, "constexpr", value=c))
+            continue
+        if isinstance(v, torch.Tensor):
+            role = session.tensor_role(v)
+            if role is None:
+                raise PluginError(
+                    f"{here}: parameter {name!r} gets a tensor that is neither an input nor an output of the plugin "
+                    "(allocated in the launch function?); TensorRT AOT plugins get no scratch memory"
+                )
+            if role in seen_ports:
+                raise PluginError(
+                    f"{here}: {role[0]} {role[1]} is passed twice (parameters {seen_ports[role]!r} and {name!r}); "
+                    "TensorRT passes each buffer once"
+                )
+            seen_ports[role] = name
+            signature[name] = "*" + _TRITON_TYPES[dtype_name(v.dtype)]
+            params.append(Param(name, role[0], role[1]))
+            continue
+        if isinstance(v, float):
+            raise PluginError(
+                f"{here}: parameter {name!r} gets the float {v!r} at run time, but TensorRT AOT kernels take only "
+                f"int32 scalars at run time; declare it `{name}: tl.constexpr` so the value is compiled into the "
+                "kernel (one specialization per value)"
+            )
+        if v is None or isinstance(v, bool) or constant_int(v) is not None:
+            # Does not depend on shapes: compile it in. Triton accepts a constexpr for a param that
+            # is not annotated as one (its JIT does the same for ints equal to 1).
+            c = v if v is None or isinstance(v, bool) else constant_int(v)
+            constexprs[name] = c
+            signature[name] = "constexpr"
+            baked[name] = c
+            params.append(Param(name, "constexpr", value=c))
+            continue
+        if isinstance(v, torch.SymInt):
+            expr = session.expr(v)
+            params.append(Param(name, "extra", len(extras), expr))
+            extras.append(expr)
+            signature[name] = "i32"
+            continue
+        if isinstance(v, torch.SymFloat):
+            raise PluginError(
+                f"{here}: parameter {name!r} gets a float computed from shapes; TensorRT passes only int32 scalars "
+                "at run time: pass the integers and compute the float in the kernel"
+            )
+        raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which a TensorRT AOT kernel cannot take")
+
+    for kind, ports in (("input", session.inputs), ("output", session.outputs)):
+        for k in range(len(ports)):
+            if (kind, k) not in seen_ports:
+                raise PluginError(
+                    f"{here}: {kind} {k} is not passed to the kernel; TensorRT passes a pointer for every input and "
+                    "output, so the kernel must take each of them once"
+                )
+
+    grid = launch.grid(dict(values)) if callable(launch.grid) else launch.grid
+    if isinstance(grid, int) or isinstance(grid, torch.SymInt):
+        grid = (grid,)
+    grid = tuple(grid)
+    if not 1 <= len(grid) <= 3:
+        raise PluginError(f"{here}: the grid {grid!r} must have 1 to 3 dimensions")
+    try:
+        grid_exprs = tuple(session.expr(g) for g in grid) + ("1",) * (3 - len(grid))
+    except TypeError as e:
+        raise PluginError(f"{here}: grid {grid!r} is not made of integers: {e}") from None
+
+    return TritonPlan(
+        kernel=kernel,
+        params=params,
+        signature=signature,
+        constexprs=constexprs,
+        extras=extras,
+        grid=grid_exprs,
+        options=options,
+        input_dtypes=tuple(dtype_name(t.dtype) for t in session.inputs),
+        output_dtypes=tuple(dtype_name(t.dtype) for t in session.outputs),
+        output_shapes=tuple(tuple(str(d) for d in m.shape) for m in session.output_metas()),
+        guards=session.guards(),
+        baked=baked,
+    )
+
+
+def _constexpr_value(v: Any, name: str, here: str, session: Session) -> Any:
+    if isinstance(v, torch.SymInt):
+        c = constant_int(v)
+        if c is None:
+            raise PluginError(
+                f"{here}: constexpr parameter {name!r} gets {session.expr(v)}, which depends on input shapes; "
+                "a constexpr is compiled in, so it must come from the config (one kernel serves every shape)"
+            )
+        return c
+    if isinstance(v, torch.SymFloat) or isinstance(v, torch.SymBool):
+        raise PluginError(f"{here}: constexpr parameter {name!r} gets a value computed from shapes; take it from the config")
+    if isinstance(v, torch.Tensor):
+        raise PluginError(f"{here}: constexpr parameter {name!r} gets a tensor")
+    return v
+
+
+# -- compilation -----------------------------------------------------------------------------
+
+
+def _default_ptx_version(sm: int) -> int | None:
+    """The PTX ISA Triton would emit for ``sm`` with its bundled ptxas (e.g. 94 for 9.4)."""
+    try:
+        from types import SimpleNamespace
+
+        from triton.backends.nvidia import compiler as nv
+
+        return int(nv.get_ptx_version_from_options(SimpleNamespace(ptx_version=None), sm))
+    except Exception:  # pragma: no cover - Triton internals moved
+        return None
+
+
+def ptx_version_option(sm: int, max_ptx: int | None) -> int | None:
+    """``options["ptx_version"]``: Triton's default, capped to what the target driver JITs.
+    Passing a cap above the bundled ptxas' own ISA would fail in ptxas, so only lower it."""
+    if max_ptx is None:
+        return None
+    default = _default_ptx_version(sm)
+    if default is None or default > max_ptx:
+        return max_ptx
+    return None
+
+
+def toolchain() -> dict[str, str]:
+    import triton
+
+    info = {"triton": triton.__version__}
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        info["ptxas"] = str(get_ptxas(90).version)
+    except Exception:  # pragma: no cover
+        pass
+    return info
+
+
+def compile_plan(
+    plan: TritonPlan,
+    sm: int,
+    max_ptx: int | None,
+    config: tuple,
+    where: str,
+    pointer_divisibility: int | None = None,
+) -> CompiledKernel:
+    """``triton.compile`` for ``sm`` (no GPU needed), then the QDP ABI rewrite of the PTX."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    kname = _kernel_name(plan.kernel)
+    attrs = {}
+    if pointer_divisibility:
+        # Opt-in only: TensorRT documents no alignment for plugin buffers.
+        for i, p in enumerate(plan.params):
+            if p.role in ("input", "output"):
+                attrs[(i,)] = [["tt.divisibility", int(pointer_divisibility)]]
+    src = ASTSource(fn=plan.kernel, signature=dict(plan.signature), constexprs=dict(plan.constexprs), attrs=attrs)
+    options = dict(plan.options)
+    # Explicit, so the result does not depend on Triton's changing default (and 3.9's warning).
+    options.setdefault("enable_fp_fusion", True)
+    cap = ptx_version_option(sm, max_ptx)
+    if cap is not None and "ptx_version" not in options:
+        options["ptx_version"] = cap
+    try:
+        compiled = triton.compile(src, target=GPUTarget("cuda", sm, 32), options=options)
+    except Exception as e:
+        raise PluginError(f"{where}: Triton could not compile kernel {kname} for sm_{sm} (config {dict(config)}): {e}") from e
+    md = compiled.metadata
+    _check_launchable(md, f"{where}: kernel {kname}")
+    ptx = compiled.asm["ptx"]
+    rt = plan.runtime_params()
+    from .ptxabi import to_qdp_abi
+
+    abi_ptx, version = to_qdp_abi(
+        ptx,
+        entry=md.name,
+        user_params=len(rt),
+        permutation=plan.qdp_permutation(),
+        scratch_sizes=(getattr(md, "global_scratch_size", 0) or 0, getattr(md, "profile_scratch_size", 0) or 0),
+        max_ptx=max_ptx,
+        where=f"{where}: kernel {kname}",
+    )
+    return CompiledKernel(
+        backend="triton",
+        entry=md.name,
+        code=abi_ptx.encode(),
+        code_format="ptx",
+        grid=plan.grid,
+        block=(md.num_warps * 32, 1, 1),
+        shared_mem=int(md.shared),
+        extras=tuple(plan.extras),
+        input_dtypes=plan.input_dtypes,
+        output_dtypes=plan.output_dtypes,
+        output_shapes=plan.output_shapes,
+        config=tuple(config),
+        sm=sm,
+        ptx_version=version,
+        meta={
+            "kernel": kname,
+            "num_warps": md.num_warps,
+            "num_stages": md.num_stages,
+            "constexprs": {k: _jsonable(v) for k, v in plan.constexprs.items()},
+            "baked": {k: _jsonable(v) for k, v in plan.baked.items()},
+            "params": [dataclasses.asdict(p) | {"value": _jsonable(p.value)} for p in plan.params],
+            "guards": plan.guards,
+            "pointer_divisibility": pointer_divisibility,
+            "toolchain": toolchain(),
+        },
+    )
+
+
+def _jsonable(v: Any) -> Any:
+    return v if isinstance(v, (int, float, str, bool)) or v is None else repr(v)
+
+
+def _check_launchable(md, here: str) -> None:
+    """Refuse what the QDP launch cannot do: it has grid, block and dynamic smem only."""
+    problems = []
+    if getattr(md, "num_ctas", 1) != 1:
+        problems.append(f"num_ctas={md.num_ctas} (clusters)")
+    if getattr(md, "launch_cooperative_grid", False):
+        problems.append("a cooperative launch")
+    if getattr(md, "launch_pdl", False):
+        problems.append("programmatic dependent launch")
+    if getattr(md, "tmem_size", 0):
+        problems.append("tensor memory")
+    if getattr(md, "tensordesc_meta", None):
+        problems.append("host-side tensor descriptors")
+    for what in ("global_scratch_size", "profile_scratch_size"):
+        if getattr(md, what, 0):
+            problems.append(f"{what}={getattr(md, what)} (e.g. device-side TMA descriptors need scratch memory)")
+    if problems:
+        raise PluginError(f"{here} needs {', '.join(problems)}, which the TensorRT AOT plugin launch cannot provide")
+
+
+# -- the backend entry point -----------------------------------------------------------------
+
+
+def record(spec, config: dict, session: Session) -> TritonPlan:
+    from .record import launch_name, one_launch, run_launch
+
+    where = f"tta.triton({launch_name(spec.launch_fn)})"
+    captured = run_launch(spec.launch_fn, config, session, intercept, where)
+    return analyze(one_launch(captured, where, config), session, where)
+
+
+def kernel_sources(plan: TritonPlan) -> dict[str, str]:
+    """Source identity of what was compiled (Triton's own key covers called @jit functions)."""
+    return {_kernel_name(plan.kernel): plan.kernel.cache_key}

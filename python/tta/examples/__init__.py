@@ -1,0 +1,1 @@
+"""Examples shipped with tta (also used by its tests and GPU checks)."""

@@ -1,0 +1,96 @@
+"""The project's own example kernels: each module has a Triton kernel, its launch function
+(``launch(*inputs, *outputs, **config)``), ``CONFIGS``, a torch ``reference``, ``meta`` (fake
+outputs), ``make_inputs(shape, dtype, device)`` and ``TEST_SHAPES`` (sizes that share one
+compiled kernel).
+
+Every module in this package that sets ``BACKEND`` (``"triton"``, ``"cutile"``, ``"cutedsl"``)
+and ``LAUNCH`` (its launch function) is an example; ``examples()`` lists them as ``Example``
+records, skipping modules whose DSL is not installed (ImportError). Optional: ``DTYPES``,
+``ATOL`` (per dtype name), ``NAME``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    backend: str
+    launch_fn: Callable
+    configs: tuple
+    reference: Callable
+    meta: Callable
+    make_inputs: Callable
+    test_shapes: tuple
+    dtypes: tuple = DTYPES
+    atol: dict | None = None  # per dtype name; defaults in tolerance()
+
+    def spec(self):
+        import tta.specs as specs
+
+        return getattr(specs, self.backend)(self.launch_fn, configs=list(self.configs))
+
+    def plugin(self):
+        import tta
+
+        return tta.custom_plugin(kernel=[self.spec()], meta_impl=self.meta, name=self.name)
+
+    def input_metas(self, dtype):
+        """Tensor metas of the inputs with every dim dynamic."""
+        from tta.aot.record import TensorMeta
+
+        ins = self.make_inputs(self.test_shapes[0], dtype, "meta")
+        return [TensorMeta.dynamic(t.dtype, t.dim()) for t in ins]
+
+    def tolerance(self, dtype) -> float:
+        name = str(dtype).removeprefix("torch.")
+        if self.atol and name in self.atol:
+            return self.atol[name]
+        return {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}.get(name, 1e-5)
+
+
+def _load(module: str) -> Example | None:
+    try:
+        m = importlib.import_module(module)
+    except ImportError:
+        return None  # the module's DSL is not installed here
+    if not hasattr(m, "BACKEND") or not hasattr(m, "LAUNCH"):
+        return None
+    short = module.rsplit(".", 1)[1]
+    return Example(
+        name=getattr(m, "NAME", f"{m.BACKEND}_{short.removeprefix(m.BACKEND + '_')}"),
+        backend=m.BACKEND,
+        launch_fn=m.LAUNCH,
+        configs=tuple(m.CONFIGS),
+        reference=m.reference,
+        meta=m.meta,
+        make_inputs=m.make_inputs,
+        test_shapes=tuple(m.TEST_SHAPES),
+        dtypes=tuple(getattr(m, "DTYPES", DTYPES)),
+        atol=getattr(m, "ATOL", None),
+    )
+
+
+def examples(backends: tuple[str, ...] | None = None) -> list[Example]:
+    out = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        ex = _load(f"{__name__}.{info.name}")
+        if ex is not None and (backends is None or ex.backend in backends):
+            out.append(ex)
+    return out
+
+
+def by_name(name: str) -> Example:
+    for ex in examples():
+        if ex.name == name:
+            return ex
+    raise KeyError(name)

@@ -1,0 +1,171 @@
+//! All the PTX changes one kernel needs for TensorRT's AOT QDP launch, in one call. TensorRT
+//! calls `kernel(input pointers..., int32 extras..., output pointers...)` and nothing else: no
+//! scratch, no hidden arguments, and a misordered launch does not fail, it computes garbage. So
+//! this drops Triton's scratch parameters, reorders the rest, checks every slot against what
+//! TensorRT puts there, and checks the ISA against the target driver.
+
+use super::isa::{self, IsaVersion};
+use super::parse::{ptx_err, Entry};
+use super::rewrite::{drop_trailing_scratch, permute_params, reparse};
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QdpSpec {
+    /// The `.entry` to adapt (Triton: `compiled.metadata.name`).
+    pub entry: String,
+    /// Byte sizes of the trailing scratch parameters to drop, in declaration order; for Triton
+    /// `[global_scratch_size, profile_scratch_size]` from `compiled.metadata`. Empty for
+    /// cuTile and CuTeDSL.
+    #[serde(default)]
+    pub trailing_scratch: Vec<u64>,
+    /// After dropping scratch: new parameter `i` is old parameter `order[i]`. `None` keeps the
+    /// declared order.
+    #[serde(default)]
+    pub order: Option<Vec<usize>>,
+    /// What TensorRT will pass; when given, every parameter is checked against its slot.
+    #[serde(default)]
+    pub slots: Option<QdpSlots>,
+    /// The newest PTX ISA the target driver accepts (`max_isa_for_driver`); checked, never
+    /// relabelled.
+    #[serde(default)]
+    pub max_version: Option<IsaVersion>,
+}
+
+/// The arguments of TensorRT's launch: `inputs` device pointers, `extras` int32 values
+/// (`SymInt32` extra args), `outputs` device pointers, in that order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct QdpSlots {
+    pub inputs: usize,
+    pub extras: usize,
+    pub outputs: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct QdpPtx {
+    pub ptx: String,
+    /// The entry as it reads in `ptx` (its `reqntid` is the block size to launch with).
+    pub entry: Entry,
+}
+
+pub fn to_qdp_abi(ptx: &str, spec: &QdpSpec) -> Result<QdpPtx> {
+    let mut out = drop_trailing_scratch(ptx, &spec.entry, &spec.trailing_scratch)?;
+    if let Some(order) = &spec.order {
+        out = permute_params(&out, &spec.entry, order)?;
+    }
+    let m = reparse(&out)?;
+    let entry = m.entry(&spec.entry)?.clone();
+    if let Some(slots) = spec.slots {
+        check_slots(&entry, slots)?;
+    }
+    if let Some(max) = spec.max_version {
+        isa::check_version(m.version, max)?;
+    }
+    Ok(QdpPtx { ptx: out, entry })
+}
+
+/// Refuse an entry whose parameters do not line up with TensorRT's arguments: the count, and
+/// each parameter's kind (a 64-bit pointer or a 32-bit integer) in its position.
+pub fn check_slots(e: &Entry, s: QdpSlots) -> Result<()> {
+    let total = s.inputs + s.extras + s.outputs;
+    let layout = format!("{} input pointer(s), {} int32 extra(s), {} output pointer(s)", s.inputs, s.extras, s.outputs);
+    if e.params.len() != total {
+        let names: Vec<String> = e.params.iter().map(|p| format!("`{}` {}", p.name, p.describe())).collect();
+        return Err(ptx_err(format!(
+            "entry `{}` declares {} parameter(s) ({}) but TensorRT passes {total}: {layout}",
+            e.name,
+            e.params.len(),
+            names.join(", ")
+        )));
+    }
+    for (k, p) in e.params.iter().enumerate() {
+        let (slot, fits, wants) = if k < s.inputs {
+            (format!("input {k}"), p.is_64bit_scalar(), "a 64-bit device pointer")
+        } else if k < s.inputs + s.extras {
+            (format!("int32 extra {}", k - s.inputs), p.is_32bit_int(), "a 32-bit integer")
+        } else {
+            (format!("output {}", k - s.inputs - s.extras), p.is_64bit_scalar(), "a 64-bit device pointer")
+        };
+        if p.hidden || !fits {
+            let hint = if p.array_len.is_some() && !p.hidden {
+                " (a by-value struct such as a cute.Tensor; take a cute.Pointer and build the tensor in the kernel)"
+            } else {
+                ""
+            };
+            return Err(ptx_err(format!(
+                "entry `{}`: parameter {k} `{}` is {}{hint}, but TensorRT passes {wants} there ({slot}; the launch is {layout})",
+                e.name,
+                p.name,
+                p.describe()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = ".version 9.4\n.target sm_90a\n.visible .entry rs(\n\
+        .param .u64 .ptr .global .align 1 rs_param_0,\n.param .u64 .ptr .global .align 1 rs_param_1,\n\
+        .param .u32 rs_param_2,\n.param .u64 .ptr .global .align 1 rs_param_3,\n.param .u64 .ptr .global .align 1 rs_param_4\n)\n\
+        .reqntid 128\n{\nld.param.b64 %rd1, [rs_param_0];\nld.param.b64 %rd2, [rs_param_1];\nld.param.b32 %r1, [rs_param_2];\nret;\n}\n";
+
+    fn spec() -> QdpSpec {
+        QdpSpec {
+            entry: "rs".into(),
+            trailing_scratch: vec![0, 0],
+            order: Some(vec![1, 2, 0]),
+            slots: Some(QdpSlots { inputs: 1, extras: 1, outputs: 1 }),
+            max_version: None,
+        }
+    }
+
+    #[test]
+    fn drops_permutes_and_checks() {
+        let q = to_qdp_abi(SRC, &spec()).unwrap();
+        let names: Vec<&str> = q.entry.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["rs_param_1", "rs_param_2", "rs_param_0"]);
+        assert_eq!(q.entry.reqntid, Some(vec![128]));
+        assert!(q.ptx.ends_with("{\nld.param.b64 %rd1, [rs_param_0];\nld.param.b64 %rd2, [rs_param_1];\nld.param.b32 %r1, [rs_param_2];\nret;\n}\n"));
+    }
+
+    #[test]
+    fn wrong_slots_are_refused() {
+        let e = to_qdp_abi(SRC, &QdpSpec { order: None, ..spec() }).unwrap_err();
+        assert_eq!(
+            e.message,
+            "entry `rs`: parameter 1 `rs_param_1` is .u64 .ptr, but TensorRT passes a 32-bit integer there \
+             (int32 extra 0; the launch is 1 input pointer(s), 1 int32 extra(s), 1 output pointer(s))"
+        );
+        let e = to_qdp_abi(SRC, &QdpSpec { trailing_scratch: vec![], order: None, ..spec() }).unwrap_err();
+        assert!(e.message.starts_with("entry `rs` declares 5 parameter(s) (`rs_param_0` .u64 .ptr, "), "{}", e.message);
+        let strukt = ".version 8.8\n.entry c(.param .align 8 .b8 c_param_0[16], .param .u32 c_param_1, .param .u64 c_param_2) { ret; }";
+        let e = to_qdp_abi(strukt, &QdpSpec { entry: "c".into(), trailing_scratch: vec![], order: None, ..spec() }).unwrap_err();
+        assert!(e.message.contains("`c_param_0` is .b8[16] (a by-value struct such as a cute.Tensor"), "{}", e.message);
+    }
+
+    #[test]
+    fn version_is_checked_last_and_not_relabelled() {
+        let e = to_qdp_abi(SRC, &QdpSpec { max_version: Some(IsaVersion::new(9, 0)), ..spec() }).unwrap_err();
+        assert!(e.message.starts_with("PTX ISA 9.4 needs a CUDA 13.4 driver"));
+        let q = to_qdp_abi(SRC, &QdpSpec { max_version: Some(IsaVersion::new(9, 4)), ..spec() }).unwrap();
+        assert!(q.ptx.starts_with(".version 9.4\n"));
+    }
+
+    #[test]
+    fn spec_from_json() {
+        let s: QdpSpec = serde_json::from_str(
+            r#"{"entry": "rs", "trailing_scratch": [0, 0], "order": [1, 2, 0],
+                "slots": {"inputs": 1, "extras": 1, "outputs": 1}, "max_version": "9.0"}"#,
+        )
+        .unwrap();
+        assert_eq!(s, QdpSpec { max_version: Some(IsaVersion::new(9, 0)), ..spec() });
+        let minimal: QdpSpec = serde_json::from_str(r#"{"entry": "rs"}"#).unwrap();
+        assert_eq!(minimal.order, None);
+        assert!(serde_json::from_str::<QdpSpec>(r#"{"entry": "rs", "oder": [0]}"#).is_err());
+    }
+}

@@ -1,0 +1,98 @@
+"""The fx -> JSON serializer and the Rust verifier's errors, seen from Python."""
+
+import json
+import math
+
+import pytest
+import torch
+import torch.fx
+
+import tta
+from tta import _core, graph
+from tta.errors import from_core
+
+
+def _gm():
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    v = g.call_function(torch.ops.aten.view.dtype, (x, torch.float16))
+    s = g.call_function(torch.ops.aten.slice.Tensor, (x, 0, None, 4))
+    f = g.call_function(torch.ops.aten.full.default, ([2, 2], -math.inf), {"device": torch.device("cpu"), "layout": torch.strided})
+    c = g.call_function(torch.ops.aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+    a = g.call_function(torch.ops.aten.add_.Tensor, (c, 1))
+    g.output((v, s, f, a))
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def test_serializer_encodes_every_literal_kind():
+    doc = graph.graph_to_dict(_gm().graph)
+    by = {n["name"]: n for n in doc["nodes"]}
+    assert by["view_dtype"]["args"] == [{"ref": "x"}, {"dtype": "float16"}]
+    assert by["view_dtype"]["target"] == "aten.view.dtype" and by["view_dtype"]["aliases"] is True
+    assert by["slice_tensor"]["args"] == [{"ref": "x"}, 0, None, 4]
+    assert by["full_default"]["args"][1] == {"float": "-inf"}
+    assert by["full_default"]["kwargs"] == {"device": {"device": "cpu"}, "layout": {"layout": "strided"}}
+    assert by["clone_default"]["kwargs"] == {"memory_format": {"memory_format": "contiguous_format"}}
+    assert by["add__tensor"]["mutates"] == ["0"]
+    json.dumps(doc, allow_nan=False)  # strictly valid JSON
+
+
+def test_rust_reads_what_python_writes_and_writes_it_back_identically():
+    text = graph.to_json(_gm().graph)
+    analysis = _core.analyze(text, "{}")
+    outcome = analysis.outline("{}")
+    outcome.check_matches(text)  # no regions: the pass's graph is the input graph
+    assert json.loads(outcome.graph_json()) == json.loads(text)
+
+
+def _doc(nodes):
+    return json.dumps({"format": "tta-graph", "version": 1, "nodes": nodes})
+
+
+T = {"dtype": "float32", "shape": ["s0", 4]}
+
+
+@pytest.mark.parametrize(
+    "nodes,node,needle",
+    [
+        ([{"name": "x", "op": "placeholder", "target": "x"}, {"name": "x", "op": "output", "target": "output"}], "x", "more than one node"),
+        ([{"name": "a", "op": "call_function", "target": "aten.relu.default", "args": [{"ref": "b"}]}, {"name": "b", "op": "output", "target": "output"}], "a", "not defined before"),
+        ([{"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float33", "shape": [1]}}, {"name": "o", "op": "output", "target": "output"}], "x", "unknown dtype"),
+        ([{"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float32", "shape": ["s0 +* 2"]}}, {"name": "o", "op": "output", "target": "output"}], "x", "does not parse"),
+        ([{"name": "x", "op": "placeholder", "target": "x", "regions": ["r9"], "val": T}, {"name": "o", "op": "output", "target": "output"}], "x", "no declaration"),
+    ],
+    ids=["duplicate", "undefined-ref", "dtype", "expr", "undeclared-region"],
+)
+def test_verifier_errors_name_the_node(nodes, node, needle):
+    with pytest.raises(_core.CoreError) as err:
+        _core.analyze(_doc(nodes), "{}")
+    e = from_core(err.value)
+    assert isinstance(e, tta.GraphError) and e.node == node and needle in str(e), str(e)
+
+
+def test_wrong_format_is_a_parse_error():
+    with pytest.raises(_core.CoreError) as err:
+        _core.analyze(json.dumps({"format": "other", "version": 1, "nodes": []}), "{}")
+    assert from_core(err.value).kind == "parse"
+
+
+def test_first_user_frame_skips_torch_and_tta():
+    trace = (
+        'File "/home/u/model.py", line 10, in forward\n    y = f(x)\n'
+        f'File "{torch.__file__.rsplit("/", 1)[0]}/nn/functional.py", line 99, in f\n    z\n'
+    )
+    assert graph.first_user_frame(trace) == "/home/u/model.py:10"
+
+
+def test_symbolic_dims_serialize_as_expressions():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cat([x, x]).sum(0)
+
+    ep = torch.export.export(M(), (torch.randn(4, 3),), dynamic_shapes=({0: torch.export.Dim("n")},))
+    doc = graph.graph_to_dict(ep.graph)
+    cat = next(n for n in doc["nodes"] if n["target"] == "aten.cat.default")
+    n = next(x for x in doc["nodes"] if x["op"] == "placeholder")["val"]["shape"][0]
+    d0 = cat["val"]["shape"][0]
+    assert isinstance(n, str) and isinstance(d0, str)
+    assert _core.canonical_expr(d0) == _core.canonical_expr(f"{n} + {n}")
