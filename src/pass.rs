@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Dag, Graph};
 use crate::lowering::outline::{self, Accepted};
 use crate::lowering::{naming, signature, Edit, ImplDecl, MetaOut, Move, RegionReport, Status};
+use crate::regions::selectors::{self, Selection, Selectors};
 use crate::regions::{collect, validate, Boundary, Port, Region};
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -32,6 +33,8 @@ pub enum MetaResult {
 pub struct Timings {
     pub parse_ms: f64,
     pub verify_ms: f64,
+    /// Module and pattern selectors (part of `analyze_ms`).
+    pub select_ms: f64,
     pub analyze_ms: f64,
     pub outline_ms: f64,
 }
@@ -55,10 +58,20 @@ pub struct RegionSummary<'a> {
     pub outputs: &'a [Port],
 }
 
+#[derive(Serialize)]
+pub struct RegionMembers<'a> {
+    pub id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'a str>,
+    pub nodes: Vec<&'a str>,
+}
+
 pub struct Outcome {
     pub graph: Graph,
     pub edits: Vec<Edit>,
     pub moves: Vec<Move>,
+    /// Names of nodes the rewrite created or rewired (see `check_delta`).
+    pub changed: std::collections::HashSet<String>,
     pub report: Vec<RegionReport>,
     pub timings: Timings,
 }
@@ -77,25 +90,64 @@ pub fn analyze_json(graph_json: &str, impls: Impls, extra: Vec<Region>) -> Resul
     Ok(a)
 }
 
+/// `analyze_json` with module and pattern selectors (`regions::selectors`).
+pub fn analyze_json_selected(graph_json: &str, impls: Impls, sel: &Selectors) -> Result<Analysis> {
+    let t = Instant::now();
+    let g = graph::from_json(graph_json)?;
+    let parse_ms = ms(t);
+    let mut a = analyze_selected(g, impls, sel)?;
+    a.timings.parse_ms = parse_ms;
+    Ok(a)
+}
+
 /// Step 1. `extra` holds regions chosen by selectors other than annotations.
 pub fn analyze(g: Graph, impls: Impls, extra: Vec<Region>) -> Result<Analysis> {
+    analyze_with(g, impls, |_, _, _| Ok(Selection::from(extra)))
+}
+
+/// Step 1 with module and pattern selectors, run on the verified graph.
+pub fn analyze_selected(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
+    analyze_with(g, impls, |g, index, dag| selectors::select(g, index, dag, sel))
+}
+
+/// `select` runs on the verified graph, its name -> position index and the dataflow view.
+fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&str, usize>, &Dag) -> Result<Selection>) -> Result<Analysis> {
     let t = Instant::now();
     let index = graph::verify::verify(&g)?;
     let verify_ms = ms(t);
 
     let t = Instant::now();
     let dag = Dag::build(&g, &index);
-    drop(index);
     let mut regions = collect::from_annotations(&g);
-    regions.extend(extra);
+    let ts = Instant::now();
+    let selection = select(&g, &index, &dag)?;
+    let select_ms = ms(ts);
+    drop(index);
+    let first_selected = regions.len();
+    regions.extend(selection.regions);
     let mut verdicts = validate::validate_all(&g, &dag, &regions, &|r| impls.get(&r.impl_key).is_some_and(|d| d.mutates));
+    // A pattern fixes the order of its region's ports (the impl's signature).
+    for (v, order) in verdicts[first_selected..].iter_mut().zip(&selection.ports) {
+        if let (Ok(b), Some(order)) = (v.as_mut(), order) {
+            selectors::apply_order(&g, b, order);
+        }
+    }
+    // Occurrences refused by a selector skip validation (and the overlap check).
+    for (r, why) in selection.refused {
+        regions.push(r);
+        verdicts.push(Err(why));
+    }
+    let mut ids = std::collections::HashSet::new();
+    if let Some(r) = regions.iter().find(|r| !ids.insert(r.id.as_str())) {
+        return Err(Error::new(ErrorKind::Input, format!("two regions have the id `{}`; region ids must be unique", r.id)));
+    }
     for (r, v) in regions.iter().zip(verdicts.iter_mut()) {
         if v.is_ok() && !impls.contains_key(&r.impl_key) {
             *v = Err(format!("its impl `{}` is not registered with tta", r.impl_key));
         }
     }
     let analyze_ms = ms(t);
-    Ok(Analysis { graph: g, impls, regions, verdicts, timings: Timings { verify_ms, analyze_ms, ..Default::default() } })
+    Ok(Analysis { graph: g, impls, regions, verdicts, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
 }
 
 impl Analysis {
@@ -109,6 +161,20 @@ impl Analysis {
                     Err(_) => (&[], &[]),
                 };
                 RegionSummary { id: &r.id, impl_key: &r.impl_key, valid: v.is_ok(), inputs, outputs }
+            })
+            .collect()
+    }
+
+    /// Each region's id and member names, and the reason when it was refused before outlining:
+    /// what a caller that only looks for regions (inspection tools, benchmarks) needs.
+    pub fn members(&self) -> Vec<RegionMembers<'_>> {
+        self.regions
+            .iter()
+            .zip(&self.verdicts)
+            .map(|(r, v)| RegionMembers {
+                id: &r.id,
+                reason: v.as_ref().err().map(String::as_str),
+                nodes: r.members.iter().map(|&m| self.graph.nodes[m].name.as_str()).collect(),
             })
             .collect()
     }
@@ -182,11 +248,52 @@ impl Analysis {
             })
             .collect();
         let timings = Timings { outline_ms: ms(t), ..self.timings.clone() };
-        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, report, timings })
+        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, timings })
     }
 }
 
+/// What Python sends for the cheap check: the rewritten fx graph's node order, and the
+/// re-serialized nodes that differ (by object identity) from what it serialized before.
+#[derive(Deserialize)]
+pub struct Delta {
+    pub order: Vec<String>,
+    pub nodes: HashMap<String, crate::graph::Node>,
+}
+
 impl Outcome {
+    /// The same verdict as `check_matches` without a full re-serialization: the order must
+    /// match, every node the pass changed must come back re-serialized and equal, and no other
+    /// node may have changed on the Python side.
+    pub fn check_delta(&self, delta: &Delta) -> Result<()> {
+        let mismatch = |m: String| Err(Error::new(ErrorKind::Mismatch, m));
+        if delta.order.len() != self.graph.nodes.len() {
+            return mismatch(format!(
+                "the rewritten fx graph has {} nodes, the pass produced {}",
+                delta.order.len(),
+                self.graph.nodes.len()
+            ));
+        }
+        for (i, (name, node)) in delta.order.iter().zip(&self.graph.nodes).enumerate() {
+            if name != &node.name {
+                return mismatch(format!("node #{i} is `{name}` in the fx graph but `{}` in the pass's graph", node.name));
+            }
+            match (self.changed.contains(name), delta.nodes.get(name)) {
+                (true, Some(theirs)) if theirs == node => {}
+                (true, Some(theirs)) => {
+                    return mismatch(format!(
+                        "node #{i} differs:\n  fx:   {}\n  pass: {}",
+                        serde_json::to_string(theirs).unwrap(),
+                        serde_json::to_string(node).unwrap()
+                    ))
+                }
+                (true, None) => return mismatch(format!("node `{name}` should have changed but the fx graph did not change it")),
+                (false, Some(_)) => return mismatch(format!("node `{name}` changed in the fx graph but the pass did not change it")),
+                (false, None) => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Compare Python's re-serialized graph with ours; the error names the first difference.
     pub fn check_matches(&self, other: &Graph) -> Result<()> {
         let mismatch = |m: String| Err(Error::new(ErrorKind::Mismatch, m));

@@ -39,6 +39,11 @@ impl PyAnalysis {
         json(&self.0.summary())
     }
 
+    /// Regions with their member node names (and why one was refused): JSON list.
+    fn members_json(&self) -> String {
+        json(&self.0.members())
+    }
+
     /// Step 2 of the pass; `meta_json` maps region ids to {"ok": [outputs]} or {"error": "..."}.
     fn outline(&self, py: Python<'_>, meta_json: &str) -> PyResult<PyOutcome> {
         let meta: HashMap<String, MetaResult> = serde_json::from_str(meta_json).map_err(|e| input_err("meta outputs", e))?;
@@ -69,6 +74,16 @@ impl PyOutcome {
     fn timings_json(&self) -> String {
         json(&self.0.timings)
     }
+    /// Raise CoreError("mismatch", ...) unless the delta (`{"order": [...], "nodes": {...}}`)
+    /// describes the rewritten graph (see `Outcome::check_delta`).
+    fn check_delta(&self, py: Python<'_>, delta_json: &str) -> PyResult<()> {
+        py.detach(|| {
+            let delta: pass::Delta =
+                serde_json::from_str(delta_json).map_err(|e| Error::new(ErrorKind::Input, format!("delta: {e}")))?;
+            self.0.check_delta(&delta)
+        })
+        .map_err(to_py)
+    }
     /// Raise CoreError("mismatch", ...) unless `graph_json` equals the rewritten graph.
     fn check_matches(&self, py: Python<'_>, graph_json: &str) -> PyResult<()> {
         py.detach(|| {
@@ -79,11 +94,19 @@ impl PyOutcome {
     }
 }
 
-/// Step 1 of the pass: verify the graph, collect and validate regions.
+/// Step 1 of the pass: verify the graph, collect and validate regions. `selectors_json`
+/// (optional) chooses more regions by module type/path and by pattern (`regions::selectors`).
 #[pyfunction]
-fn analyze(py: Python<'_>, graph_json: &str, impls_json: &str) -> PyResult<PyAnalysis> {
+#[pyo3(signature = (graph_json, impls_json, selectors_json=None))]
+fn analyze(py: Python<'_>, graph_json: &str, impls_json: &str, selectors_json: Option<&str>) -> PyResult<PyAnalysis> {
     let impls: pass::Impls = serde_json::from_str(impls_json).map_err(|e| input_err("impl declarations", e))?;
-    py.detach(|| pass::analyze_json(graph_json, impls, Vec::new())).map(PyAnalysis).map_err(to_py)
+    let selectors = selectors_json.map(crate::regions::selectors::from_json).transpose().map_err(to_py)?;
+    py.detach(|| match &selectors {
+        Some(sel) => pass::analyze_json_selected(graph_json, impls, sel),
+        None => pass::analyze_json(graph_json, impls, Vec::new()),
+    })
+    .map(PyAnalysis)
+    .map_err(to_py)
 }
 
 fn expr_err(e: crate::lowering::expr::ExprError) -> PyErr {
@@ -121,5 +144,90 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(canonical_expr, m)?)?;
     m.add_function(wrap_pyfunction!(eval_expr, m)?)?;
     m.add_function(wrap_pyfunction!(trtp_expr, m)?)?;
+    add_ptx_functions(m)?;
     Ok(())
+}
+
+// ---- PTX text work (`lowering::ptx`) ---------------------------------------------------------
+// PTX and versions as str, CUBINs as bytes, everything structured as JSON; errors have kind "ptx"
+// (or "input" for a malformed version string or JSON argument).
+
+use crate::lowering::ptx;
+
+fn add_ptx_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(ptx_parse, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_permute_params, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_drop_trailing_scratch, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_check_version, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_relabel_version, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_to_qdp_abi, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_from_cubin, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_cubin_params, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_max_isa_for_driver, m)?)?;
+    Ok(())
+}
+
+/// Header and entries of a PTX module: JSON `{"version": "9.0", "target": [...], "address_size",
+/// "has_intermediate_source", "entries": [{"name", "visible", "params": [{"name", "ty",
+/// "array_len", "align", "ptr", "hidden", "size"}], "reqntid", "maxntid", "language",
+/// "directives"}]}`.
+#[pyfunction]
+fn ptx_parse(ptx_text: &str) -> PyResult<String> {
+    ptx::parse(ptx_text).map(|m| json(&m)).map_err(to_py)
+}
+
+/// Reorder the parameter declarations of `entry`; `order_json` is a list, new i = old order[i].
+#[pyfunction]
+fn ptx_permute_params(ptx_text: &str, entry: &str, order_json: &str) -> PyResult<String> {
+    let order: Vec<usize> = serde_json::from_str(order_json).map_err(|e| input_err("parameter order", e))?;
+    ptx::permute_params(ptx_text, entry, &order).map_err(to_py)
+}
+
+/// Drop Triton's trailing scratch parameters; `sizes_json` is `[global_scratch_size, profile_scratch_size]`.
+#[pyfunction]
+fn ptx_drop_trailing_scratch(ptx_text: &str, entry: &str, sizes_json: &str) -> PyResult<String> {
+    let sizes: Vec<u64> = serde_json::from_str(sizes_json).map_err(|e| input_err("scratch sizes", e))?;
+    ptx::drop_trailing_scratch(ptx_text, entry, &sizes).map_err(to_py)
+}
+
+/// Raise unless the PTX's `.version` is at most `max_version` ("9.0").
+#[pyfunction]
+fn ptx_check_version(ptx_text: &str, max_version: &str) -> PyResult<()> {
+    let max = max_version.parse().map_err(to_py)?;
+    ptx::check_version(ptx_text, max).map_err(to_py)
+}
+
+/// Explicitly relabel `.version` down to `to` ("9.0") and drop `.language`.
+#[pyfunction]
+fn ptx_relabel_version(ptx_text: &str, to: &str) -> PyResult<String> {
+    let to = to.parse().map_err(to_py)?;
+    ptx::relabel_version(ptx_text, to).map_err(to_py)
+}
+
+/// All QDP changes at once. `spec_json`: `{"entry", "trailing_scratch": [..], "order": [..],
+/// "slots": {"inputs", "extras", "outputs"}, "max_version": "9.0"}` (all but `entry` optional).
+/// Returns JSON `{"ptx": str, "entry": <entry as in ptx_parse>}`.
+#[pyfunction]
+fn ptx_to_qdp_abi(ptx_text: &str, spec_json: &str) -> PyResult<String> {
+    let spec: ptx::QdpSpec = serde_json::from_str(spec_json).map_err(|e| input_err("QDP spec", e))?;
+    ptx::to_qdp_abi(ptx_text, &spec).map(|q| json(&q)).map_err(to_py)
+}
+
+/// The PTX tileiras embedded in a cuTile CUBIN.
+#[pyfunction]
+fn ptx_from_cubin(cubin: &[u8]) -> PyResult<String> {
+    ptx::debug_ptx_from_cubin(cubin).map_err(to_py)
+}
+
+/// Parameter layout of kernel `entry` in a CUBIN: JSON `[{"ordinal", "offset", "size"}]`.
+#[pyfunction]
+fn ptx_cubin_params(cubin: &[u8], entry: &str) -> PyResult<String> {
+    ptx::cubin_params(cubin, entry).map(|p| json(&p)).map_err(to_py)
+}
+
+/// The newest PTX ISA a CUDA driver accepts ("13.0" -> "9.0"), or None outside the table.
+#[pyfunction]
+fn ptx_max_isa_for_driver(cuda: &str) -> PyResult<Option<String>> {
+    let cuda = cuda.parse().map_err(to_py)?;
+    Ok(ptx::max_isa_for_driver(cuda).map(|v| v.to_string()))
 }

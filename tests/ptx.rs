@@ -47,7 +47,7 @@ fn ptxas() -> Option<&'static (PathBuf, (u32, u32))> {
         .get_or_init(|| {
             let root = Path::new(env!("CARGO_MANIFEST_DIR"));
             let mut candidates: Vec<PathBuf> = std::env::var_os("TTA_PTXAS").map(PathBuf::from).into_iter().collect();
-            candidates.push(root.join(".venv/opt/tileiras-13.4/nvidia/cu13/bin/ptxas"));
+            candidates.push(root.join(".venv/toolchains/cuda-13.4/nvidia/cu13/bin/ptxas"));
             if let Ok(lib) = std::fs::read_dir(root.join(".venv/lib")) {
                 for py in lib.flatten() {
                     let sp = py.path().join("site-packages");
@@ -66,6 +66,7 @@ fn ptxas() -> Option<&'static (PathBuf, (u32, u32))> {
             };
             let best = candidates.into_iter().filter_map(|p| version(&p).map(|v| (p, v))).max_by_key(|(_, v)| *v);
             if best.is_none() {
+                tools_optional("ptxas");
                 eprintln!("no ptxas found: the PTX is checked by parsing only");
             }
             best
@@ -94,6 +95,77 @@ fn cubin_sizes(cubin: &[u8], entry: &str) -> Vec<u16> {
         assert_eq!(p.ordinal as usize, k);
     }
     params.iter().map(|p| p.size).collect()
+}
+
+/// nvdisasm, when around (`$TTA_NVDISASM`, or unpacked from the `nvidia-cuda-nvdisasm` wheel
+/// into `.venv/toolchains/cuda-13.4` by scripts/setup-extras.sh); only the SASS comparison needs it.
+fn nvdisasm() -> Option<PathBuf> {
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/toolchains/cuda-13.4/nvidia/cu13/bin/nvdisasm");
+    std::env::var_os("TTA_NVDISASM")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([local, PathBuf::from("nvdisasm")])
+        .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
+}
+
+/// scripts/test.sh sets TTA_REQUIRE_TOOLS, so CI fails instead of quietly checking less.
+fn tools_optional(tool: &str) {
+    if std::env::var_os("TTA_REQUIRE_TOOLS").is_some() {
+        panic!("{tool} not found but TTA_REQUIRE_TOOLS is set (scripts/setup-extras.sh installs it)");
+    }
+}
+
+/// Where sm_90 kernels find their parameters in constant bank 0 (as ptxas 13.4 lays them out).
+const PARAM_BASE: u32 = 0x210;
+
+/// The strongest check that a reordering changed the calling convention and nothing else: the
+/// SASS of the rewritten kernel equals the original's once each parameter load of the original
+/// is moved to where that parameter now lives. `order[new] = old`.
+fn assert_same_sass_but_params(orig: &[u8], new: &[u8], entry: &str, order: &[usize]) {
+    let Some(tool) = nvdisasm() else {
+        tools_optional("nvdisasm");
+        eprintln!("no nvdisasm: SASS not compared");
+        return;
+    };
+    let sass = |cubin: &[u8], tag: &str| {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ptx").join(format!("{entry}.{tag}.sass.cubin"));
+        std::fs::write(&path, cubin).unwrap();
+        let out = Command::new(&tool).arg("-c").arg(&path).output().unwrap();
+        assert!(out.status.success(), "nvdisasm: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (old_params, new_params) = (ptx::cubin_params(orig, entry).unwrap(), ptx::cubin_params(new, entry).unwrap());
+    let moved = |addr: u32| -> u32 {
+        let Some(off) = addr.checked_sub(PARAM_BASE) else { return addr };
+        for (j, &k) in order.iter().enumerate() {
+            let (o, n) = (&old_params[k], &new_params[j]);
+            if (o.offset as u32..(o.offset + o.size) as u32).contains(&off) {
+                return PARAM_BASE + n.offset as u32 + (off - o.offset as u32);
+            }
+        }
+        panic!("{entry}: the original reads c[0x0][{addr:#x}], which is no kept parameter");
+    };
+    let relocated: String = sass(orig, "orig")
+        .split("c[0x0][")
+        .enumerate()
+        .map(|(i, piece)| {
+            if i == 0 {
+                return piece.to_owned();
+            }
+            let (hex, rest) = piece.split_once(']').unwrap();
+            let addr = u32::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap();
+            format!("{:#x}]{rest}", moved(addr))
+        })
+        .collect::<Vec<_>>()
+        .join("c[0x0][");
+    let rewritten = sass(new, "new");
+    let first_difference = relocated.lines().zip(rewritten.lines()).find(|(a, b)| a != b);
+    assert!(first_difference.is_none(), "{entry}: the SASS differs beyond parameter offsets: {first_difference:?}");
+    assert_eq!(relocated.lines().count(), rewritten.lines().count(), "{entry}: the SASS differs in length");
+    assert!(
+        relocated.contains(&format!("c[0x0][{PARAM_BASE:#x}]")),
+        "{entry}: no parameter load seen; is PARAM_BASE right?"
+    );
 }
 
 // ---- every fixture -------------------------------------------------------------------------
@@ -172,18 +244,26 @@ fn triton_rowsum_is_reordered_to_inputs_extras_outputs() {
     let spec = triton_spec("triton_rowsum_isa90", Some(vec![1, 2, 3, 0]), (1, 2, 1));
     let q = ptx::to_qdp_abi(&src, &spec).unwrap();
     let names = param_names(&q.ptx, "rowsum_kernel");
-    assert_eq!(names, ["rowsum_kernel_param_1", "rowsum_kernel_param_2", "rowsum_kernel_param_3", "rowsum_kernel_param_0"]);
+    assert_eq!(
+        names,
+        ["rowsum_kernel_param_1", "rowsum_kernel_param_2", "rowsum_kernel_param_3", "rowsum_kernel_param_0"]
+    );
     insta::assert_snapshot!("triton_rowsum_qdp_entry", header(&q.ptx, "rowsum_kernel"));
     // Without the reordering the slot check catches the output pointer in the int32 slot.
     let e = ptx::to_qdp_abi(&src, &QdpSpec { order: None, ..spec.clone() }).unwrap_err();
-    assert!(e.message.contains("parameter 1 `rowsum_kernel_param_1` is .u64 .ptr, but TensorRT passes a 32-bit integer there"), "{e}");
-    if let Some(cubin) = assemble("triton_rowsum.qdp", &q.ptx) {
+    assert!(
+        e.message
+            .contains("parameter 1 `rowsum_kernel_param_1` is .u64 .ptr, but TensorRT passes a 32-bit integer there"),
+        "{e}"
+    );
+    if let (Some(cubin), Some(orig)) =
+        (assemble("triton_rowsum.qdp", &q.ptx), assemble("triton_rowsum.orig.sizes", &src))
+    {
         assert_eq!(cubin_sizes(&cubin, "rowsum_kernel"), [8, 4, 4, 8]);
         let offsets: Vec<u16> = ptx::cubin_params(&cubin, "rowsum_kernel").unwrap().iter().map(|p| p.offset).collect();
         assert_eq!(offsets, [0, 8, 12, 16]);
-    }
-    if let Some(orig) = assemble("triton_rowsum.orig.sizes", &src) {
         assert_eq!(cubin_sizes(&orig, "rowsum_kernel"), [8, 8, 4, 4, 8, 8]);
+        assert_same_sass_but_params(&orig, &cubin, "rowsum_kernel", &[1, 2, 3, 0]);
     }
 }
 
@@ -258,8 +338,9 @@ fn cutile_vadd_is_reordered_to_inputs_extras_outputs() {
     assert_eq!(param_names(&q.ptx, "cutile_vadd"), expect);
     assert_eq!(q.entry.language, Some(7));
     insta::assert_snapshot!("cutile_vadd_qdp_entry", header(&q.ptx, "cutile_vadd"));
-    if let Some(cubin) = assemble("cutile_vadd.qdp", &q.ptx) {
+    if let (Some(cubin), Some(orig)) = (assemble("cutile_vadd.qdp", &q.ptx), assemble("cutile_vadd.orig.sass", &src)) {
         assert_eq!(cubin_sizes(&cubin, "cutile_vadd"), [8, 8, 4, 4, 4, 4, 4, 4, 8]);
+        assert_same_sass_but_params(&orig, &cubin, "cutile_vadd", &order);
     }
     // The shipped CUBIN has the native order.
     let shipped = std::fs::read(dir().join("cutile_vadd.cubin")).unwrap();
@@ -306,7 +387,10 @@ fn cutile_gemm_hidden_tma_params_are_refused() {
 
     let identity: Vec<usize> = (0..e.params.len()).collect();
     let err = ptx::permute_params(&src, &entry, &identity).unwrap_err();
-    assert!(err.message.starts_with("entry `cutile_gemm`: parameter `cutile_gemm_param_15` is .hidden (.hidden .b8[128]"), "{err}");
+    assert!(
+        err.message.starts_with("entry `cutile_gemm`: parameter `cutile_gemm_param_15` is .hidden (.hidden .b8[128]"),
+        "{err}"
+    );
     assert!(err.message.contains("TensorRT passes only (inputs, int32 extras, outputs) and cannot supply it"));
     let err = ptx::relabel_version(&src, CUDA_13_0_MAX).unwrap_err();
     assert!(err.message.contains("so tta will not relabel its PTX from ISA 9.4 to 9.0"), "{err}");
@@ -341,13 +425,22 @@ fn cutedsl_pointer_kernels_fit_as_is_or_reordered() {
     // scale_kernel(py, n, px): TensorRT passes (px, n, py).
     let scale = read("cutedsl_scale.ptx");
     let entry = entry_of("cutedsl_scale");
-    let spec = QdpSpec { entry: entry.clone(), order: Some(vec![2, 1, 0]), slots, max_version: Some(CUDA_13_0_MAX), ..QdpSpec::default() };
+    let spec = QdpSpec {
+        entry: entry.clone(),
+        order: Some(vec![2, 1, 0]),
+        slots,
+        max_version: Some(CUDA_13_0_MAX),
+        ..QdpSpec::default()
+    };
     let q = ptx::to_qdp_abi(&scale, &spec).unwrap();
     let names = param_names(&q.ptx, &entry);
     assert_eq!(names, [2, 1, 0].map(|k| format!("{entry}_param_{k}")));
     insta::assert_snapshot!("cutedsl_scale_qdp_entry", header(&q.ptx, &entry));
-    if let Some(cubin) = assemble("cutedsl_scale.qdp", &q.ptx) {
+    if let (Some(cubin), Some(orig)) =
+        (assemble("cutedsl_scale.qdp", &q.ptx), assemble("cutedsl_scale.orig.sass", &scale))
+    {
         assert_eq!(cubin_sizes(&cubin, &entry), [8, 4, 8]);
+        assert_same_sass_but_params(&orig, &cubin, &entry, &[2, 1, 0]);
     }
 }
 
@@ -356,8 +449,11 @@ fn module_json_for_python() {
     let m = ptx::parse(&read("triton_add_isa90.ptx")).unwrap();
     let v = serde_json::to_value(&m).unwrap();
     assert_eq!(v["version"], "9.0");
-    assert_eq!(v["entries"][0]["params"][1], serde_json::json!({
-        "name": "add_kernel_param_1", "ty": ".u32", "array_len": null, "align": null, "ptr": null, "hidden": false, "size": 4
-    }));
+    assert_eq!(
+        v["entries"][0]["params"][1],
+        serde_json::json!({
+            "name": "add_kernel_param_1", "ty": ".u32", "array_len": null, "align": null, "ptr": null, "hidden": false, "size": 4
+        })
+    );
     assert_eq!(v["entries"][0]["reqntid"], serde_json::json!([128]));
 }

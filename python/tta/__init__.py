@@ -8,16 +8,22 @@ from .annotate import lower_as
 from .errors import AnnotationError, GraphError, PluginError, TTAError
 from .plugin import Plugin, custom_plugin
 from .rewrite import RegionReport, RewriteResult, rewrite
+from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
 
 __all__ = [
     "AnnotationError",
     "GraphError",
+    "ModuleSelector",
+    "PatternSelector",
     "Plugin",
     "PluginError",
     "RegionReport",
     "RewriteResult",
     "TTAError",
     "custom_plugin",
+    "find_regions",
     "lower_as",
+    "lower_modules",
+    "lower_pattern",
     "rewrite",
 ]

@@ -7,6 +7,7 @@ per target; stack traces are parsed once per distinct string.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -133,6 +134,16 @@ def _module_type(t: Any) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
 
+def _module_entry(key: str, path: str, t: Any) -> dict:
+    """One ``nn_module_stack`` entry; torch.export suffixes the key of a repeated call of the
+    same module with ``@N``, which becomes ``call`` (the module-type selector keeps calls apart)."""
+    entry = {"path": path, "type": _module_type(t)}
+    _, at, call = key.rpartition("@")
+    if at and call.isdigit() and int(call) > 0:
+        entry["call"] = int(call)
+    return entry
+
+
 class _TargetInfo:
     __slots__ = ("name", "writes", "aliases")
 
@@ -141,21 +152,67 @@ class _TargetInfo:
         self.writes, self.aliases = _schema_effects(target)
 
 
-def graph_to_dict(graph: torch.fx.Graph) -> dict:
-    """The graph as a JSON-ready dict."""
-    infos: dict[Any, _TargetInfo] = {}
-    regions: dict[str, dict] = {}
-    nodes = []
-    stack_cache: dict[int, tuple[dict, list]] = {}
-    for n in graph.nodes:
+class NoGC:
+    """Pause the cyclic GC: building ~1M small containers next to a large fx graph otherwise
+    triggers full collections that cost more than the work itself. Re-entrant."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+
+
+class Serializer:
+    """fx graph -> graph JSON, remembering each node's encoding together with the objects it
+    was made from (``args``, ``kwargs``, ``meta["val"]``). fx replaces those objects whenever a
+    node is rewired, so after an edit ``delta`` re-encodes exactly the nodes whose inputs
+    changed, and the pass checks that delta instead of a second full serialization."""
+
+    def __init__(self) -> None:
+        self._infos: dict[Any, _TargetInfo] = {}
+        self._stacks: dict[int, tuple[dict, list]] = {}
+        self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, dict]] = {}
+        self.regions: dict[str, dict] = {}
+
+    def graph_to_dict(self, graph: torch.fx.Graph) -> dict:
+        with NoGC():
+            nodes = []
+            for n in graph.nodes:
+                d = self._encode(n)
+                self._seen[n] = (n.args, n.kwargs, n.meta.get("val"), d)
+                nodes.append(d)
+        out = {"format": FORMAT, "version": VERSION, "nodes": nodes}
+        if self.regions:
+            out["regions"] = self.regions
+        return out
+
+    def delta(self, graph: torch.fx.Graph) -> dict:
+        """Node order plus the encodings of nodes that are new or whose inputs changed."""
+        with NoGC():
+            order, changed = [], {}
+            for n in graph.nodes:
+                order.append(n.name)
+                seen = self._seen.get(n)
+                if seen is None or seen[0] is not n.args or seen[1] is not n.kwargs or seen[2] is not n.meta.get("val"):
+                    changed[n.name] = self._encode(n)
+        return {"order": order, "nodes": changed}
+
+    def _info(self, target: Any) -> _TargetInfo:
+        info = self._infos.get(target)
+        if info is None:
+            try:
+                info = self._infos[target] = _TargetInfo(target)
+            except TypeError:  # unhashable target
+                info = _TargetInfo(target)
+        return info
+
+    def _encode(self, n: torch.fx.Node) -> dict:
         op = n.op
         if op in ("call_function", "call_method", "call_module", "get_attr"):
-            info = infos.get(n.target)
-            if info is None:
-                try:
-                    info = infos[n.target] = _TargetInfo(n.target)
-                except TypeError:  # unhashable target
-                    info = _TargetInfo(n.target)
+            info = self._info(n.target)
             d = {"name": n.name, "op": op, "target": info.name}
         else:
             info = None
@@ -174,16 +231,15 @@ def graph_to_dict(graph: torch.fx.Graph) -> dict:
             if tags:
                 d["regions"] = tags
                 for t in tags:
-                    if t not in regions:
+                    if t not in self.regions:
                         decl = custom[TAG_PREFIX + t]
-                        regions[t] = {"impl": decl["impl"]} if decl.get("source") is None else dict(decl)
+                        self.regions[t] = {"impl": decl["impl"]} if decl.get("source") is None else dict(decl)
         stack = meta.get("nn_module_stack")
         if stack:
-            key = id(stack)
-            cached = stack_cache.get(key)
+            cached = self._stacks.get(id(stack))
             if cached is None or cached[0] is not stack:
-                entries = [{"path": p, "type": _module_type(t)} for p, t in stack.values()]
-                cached = stack_cache[key] = (stack, entries)
+                entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
+                cached = self._stacks[id(stack)] = (stack, entries)
             entries = cached[1]
             d["module"] = entries[-1]
             d["module_stack"] = entries
@@ -195,11 +251,12 @@ def graph_to_dict(graph: torch.fx.Graph) -> dict:
                 d["mutates"] = info.writes
             if info.aliases:
                 d["aliases"] = True
-        nodes.append(d)
-    out = {"format": FORMAT, "version": VERSION, "nodes": nodes}
-    if regions:
-        out["regions"] = regions
-    return out
+        return d
+
+
+def graph_to_dict(graph: torch.fx.Graph) -> dict:
+    """The graph as a JSON-ready dict."""
+    return Serializer().graph_to_dict(graph)
 
 
 def to_json(graph: torch.fx.Graph) -> str:

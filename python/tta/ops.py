@@ -64,7 +64,7 @@ def _make_eager(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Calla
         if plugin.kernels:
             from .aot.eager import launch  # imports the kernel DSLs only when needed
 
-            outs = launch(plugin, inputs)
+            outs = launch(plugin, inputs, body)
         if outs is None:
             outs = body(*inputs)
             outs = _detach_aliases(inputs, outs if n_out > 1 else (outs,))

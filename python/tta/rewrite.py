@@ -7,6 +7,7 @@ one ``tta::<op>`` per plugin), then re-serialize and have Rust check that both g
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import operator
@@ -19,6 +20,7 @@ import torch.fx
 from torch.export import ExportedProgram
 
 from . import _core, graph, ops
+from . import selectors as _selectors
 from .annotate import TAG_PREFIX
 from .errors import GraphError, from_core
 from .plugin import declarations, lookup
@@ -76,9 +78,11 @@ def _run_meta_impls(summary: list[dict], nodes: dict[str, torch.fx.Node]) -> dic
         if not r["valid"] or plugin is None or plugin.meta_impl is None:
             continue
         vals = [nodes[p["name"]].meta.get("val") for p in r["inputs"]]
+        # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which
+        # compute shapes without any mode.
         fake_mode = torch._guards.detect_fake_mode(vals)
         try:
-            with fake_mode if fake_mode is not None else torch._subclasses.FakeTensorMode():
+            with fake_mode if fake_mode is not None else contextlib.nullcontext():
                 res = plugin.meta_impl(*vals)
             res = list(res) if isinstance(res, (tuple, list)) else [res]
             out[r["id"]] = {"ok": [{"dtype": str(t.dtype)[6:], "shape": [graph._dim(d) for d in t.shape]} for t in res]}
@@ -87,8 +91,7 @@ def _run_meta_impls(summary: list[dict], nodes: dict[str, torch.fx.Node]) -> dic
     return out
 
 
-def _apply(gm: torch.fx.GraphModule, edits: dict, summary: list[dict]) -> None:
-    g = gm.graph
+def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: dict, summary: list[dict]) -> None:
     nodes = {n.name: n for n in g.nodes}
     # An input may be another region's output that an earlier edit already replaced.
     replaced: dict[str, torch.fx.Node] = {}
@@ -99,7 +102,7 @@ def _apply(gm: torch.fx.GraphModule, edits: dict, summary: list[dict]) -> None:
         outputs = [nodes[o] for o in e["outputs"]]
         region = ports[e["region"]]
         plugin = lookup(region["impl"])
-        op = ops.ensure_op(e["op"], region["inputs"], region["outputs"], plugin, lambda: ops.extract_body(gm, members, inputs, outputs))
+        op = ops.ensure_op(e["op"], region["inputs"], region["outputs"], plugin, lambda: ops.extract_body(root, members, inputs, outputs))
         first = members[0]
         with g.inserting_after(nodes[e["after"]]):
             call = g.create_node("call_function", op, tuple(inputs), {}, name=e["node"])
@@ -131,21 +134,33 @@ def _apply(gm: torch.fx.GraphModule, edits: dict, summary: list[dict]) -> None:
         nodes[mv["after"]].append(nodes[mv["node"]])
 
 
-def _with_new_graph(ep: ExportedProgram, gm: torch.fx.GraphModule) -> ExportedProgram:
-    """A new ExportedProgram over the rewritten module; output specs follow renamed nodes."""
+def _with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
+    """A new ExportedProgram over the rewritten graph (the original module is the root its
+    attributes come from), with output specs following renamed nodes. Built directly rather
+    than through a GraphModule so fx generates the module's code once."""
     sig = copy.deepcopy(ep.graph_signature)
-    out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    out_node = next(n for n in reversed(g.nodes) if n.op == "output")
     for spec, arg in zip(sig.output_specs, out_node.args[0]):
         if isinstance(arg, torch.fx.Node) and hasattr(spec.arg, "name"):
             spec.arg.name = arg.name
-    return ep._update(gm, sig)
+    return ExportedProgram(
+        root=ep.graph_module,
+        graph=g,
+        graph_signature=sig,
+        state_dict=ep.state_dict,
+        range_constraints=copy.deepcopy(ep.range_constraints),
+        module_call_graph=copy.deepcopy(ep._module_call_graph),
+        example_inputs=ep.example_inputs,
+        constants=ep.constants,
+        verifiers=ep.verifiers,
+    )
 
 
-def _untag_placeholders(gm: torch.fx.GraphModule) -> None:
+def _untag_placeholders(g: torch.fx.Graph) -> None:
     """Strict export creates an input's placeholder lazily, when the traced code first reads it,
     so an input first read inside a region gets the region's tag. Reading an input does not
     put it in the region: drop those tags (the pass refuses any placeholder left in a region)."""
-    for n in gm.graph.nodes:
+    for n in g.nodes:
         if n.op != "placeholder":
             break
         custom = n.meta.get("custom")
@@ -153,54 +168,78 @@ def _untag_placeholders(gm: torch.fx.GraphModule) -> None:
             n.meta["custom"] = {k: v for k, v in custom.items() if not k.startswith(TAG_PREFIX)}
 
 
-def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, check: bool = True) -> RewriteResult:
+def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True) -> RewriteResult:
     """Outline every valid region of ``program`` into one ``tta::<op>`` node.
 
-    Returns the rewritten program (same type as given; an ExportedProgram is not modified)
-    and a report that says, per region, which op replaced it or why it was refused.
+    Regions are the ``lower_as`` annotations plus what ``selectors`` choose: ``tta.lower_pattern``
+    results and ``{module type or path prefix: impl}`` mappings (``tta/selectors.py``).
+
+    Returns the rewritten program (same type as given; an ExportedProgram is not modified, a
+    GraphModule is rewritten in place) and a report that says, per region, which op replaced
+    it or why it was refused. ``check`` has the pass confirm that the edited fx graph is exactly
+    the graph it computed: by default from the node order and a re-serialization of every node
+    that is new or whose inputs changed (every other node is verified unchanged by identity);
+    ``check="full"`` re-serializes the whole graph.
     """
-    t0 = time.perf_counter()
+    with graph.NoGC():
+        return _rewrite(program, selectors, check)
+
+
+def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
+    clock = [time.perf_counter()]
+    stages: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        clock.append(time.perf_counter())
+        stages[name + "_s"] = clock[-1] - clock[-2]
+
+    # An ExportedProgram is left as it was: edit a copy of its graph (a Graph copy generates no
+    # code) and build the new program once at the end. A GraphModule is edited in place.
     if isinstance(program, ExportedProgram):
-        gm = copy.deepcopy(program.graph_module)
+        g, root = copy.deepcopy(program.graph), program.graph_module
     elif isinstance(program, torch.fx.GraphModule):
-        gm = program
+        g, root = program.graph, program
     else:
         raise TypeError(f"tta.rewrite takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
-    _untag_placeholders(gm)
-    t_copy = time.perf_counter()
-    doc = graph.graph_to_dict(gm.graph)
-    impls = declarations({r["impl"] for r in doc.get("regions", {}).values()})
+    _untag_placeholders(g)
+    lap("copy")
+    serializer = graph.Serializer()
+    doc = serializer.graph_to_dict(g)
     graph_json = json.dumps(doc, separators=(",", ":"), allow_nan=False)
-    t_ser = time.perf_counter()
+    lap("serialize")
+    selectors_json, selector_impls = _selectors.encode(selectors, g)
+    impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | selector_impls)
+    del doc
+    lap("selectors")
     try:
-        analysis = _core.analyze(graph_json, json.dumps(impls))
+        analysis = _core.analyze(graph_json, json.dumps(impls), selectors_json)
         summary = json.loads(analysis.summary_json())
-        nodes = {n.name: n for n in gm.graph.nodes}
+        nodes = {n.name: n for n in g.nodes}
         meta = _run_meta_impls(summary, nodes)
         outcome = analysis.outline(json.dumps(meta))
     except _core.CoreError as e:
         raise from_core(e) from None
-    t_pass = time.perf_counter()
+    lap("pass")
     edits = json.loads(outcome.edits_json())
     if edits["edits"]:
-        _apply(gm, edits, summary)
-        gm.recompile()
-    t_apply = time.perf_counter()
+        _apply(g, root, edits, summary)
+    lap("apply")
+    if edits["edits"] and not isinstance(program, ExportedProgram):
+        program.recompile()
+    lap("recompile")
     if check:
         try:
-            outcome.check_matches(graph.to_json(gm.graph))
+            if check == "full":
+                outcome.check_matches(graph.to_json(g))
+            else:
+                outcome.check_delta(json.dumps(serializer.delta(g), separators=(",", ":"), allow_nan=False))
         except _core.CoreError as e:
             raise from_core(e) from None
-    t_check = time.perf_counter()
-    result = gm if not isinstance(program, ExportedProgram) else _with_new_graph(program, gm)
+    lap("check")
+    result = program if not isinstance(program, ExportedProgram) else _with_new_graph(program, g)
+    lap("wrap")
     regions = [RegionReport(**r) for r in json.loads(outcome.report_json())]
-    timings = {
-        "copy_s": t_copy - t0,
-        "serialize_s": t_ser - t_copy,
-        "pass_s": t_pass - t_ser,
-        "apply_s": t_apply - t_pass,
-        "check_s": t_check - t_apply,
-        "total_s": time.perf_counter() - t0,
-        "rust": json.loads(outcome.timings_json()),
-    }
-    return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=timings)
+    _selectors.warn_unmatched(selectors, regions)
+    stages["total_s"] = time.perf_counter() - clock[0]
+    stages["rust"] = json.loads(outcome.timings_json())
+    return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=stages)

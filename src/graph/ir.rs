@@ -95,6 +95,14 @@ pub struct ModuleRef {
     pub path: String,
     #[serde(rename = "type")]
     pub type_name: String,
+    /// Which call of the module at `path` this is: 0 for the first, N where torch.export
+    /// suffixes the `nn_module_stack` key with `@N` (a module called again, e.g. in a loop).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub call: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// An argument of a node: a reference to another node or a literal.

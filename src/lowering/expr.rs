@@ -118,7 +118,20 @@ impl Poly {
                 return Ok(Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c / k)).collect() });
             }
         }
+        // floor(-a/b) = -ceil(a/b) for b > 0: `-((-n) // b)` (cuTile's and others' cdiv) becomes
+        // CeilDiv(n, b), which TensorRT's shape arithmetic can express (it has no unary minus).
+        if self.all_negative() && d.all_positive() {
+            return Ok(self.scale(-1).ceil_div(d)?.scale(-1));
+        }
         Ok(Poly::atom(Atom::FloorDiv(Box::new(self.clone()), Box::new(d.clone()))))
+    }
+
+    fn all_negative(&self) -> bool {
+        !self.terms.is_empty() && self.terms.values().all(|&c| c < 0)
+    }
+
+    fn all_positive(&self) -> bool {
+        !self.terms.is_empty() && self.terms.values().all(|&c| c > 0)
     }
 
     fn ceil_div(&self, d: &Poly) -> Result<Poly, ExprError> {
@@ -130,6 +143,9 @@ impl Poly {
         }
         if d.as_constant() == Some(1) {
             return Ok(self.clone());
+        }
+        if self.all_negative() && d.all_positive() {
+            return Ok(self.scale(-1).floor_div(d)?.scale(-1));
         }
         Ok(Poly::atom(Atom::CeilDiv(Box::new(self.clone()), Box::new(d.clone()))))
     }
@@ -623,6 +639,16 @@ mod tests {
         assert_eq!(canonical("(s0 + 1)*(s0 - 1)").unwrap(), canonical("s0**2 - 1").unwrap());
         assert_eq!(canonical("s0*s1").unwrap(), canonical("s1*s0").unwrap());
         assert_ne!(canonical("s0 + 1").unwrap(), canonical("s0 + 2").unwrap());
+    }
+
+    #[test]
+    fn negated_floor_division_is_ceil_division() {
+        // ct.cdiv(n, 1024) is -((-n) // 1024).
+        assert_eq!(canonical("-FloorDiv(-s0*s1, 1024)").unwrap(), "CeilDiv(s0*s1, 1024)");
+        assert_eq!(canonical("-((-s0)//4)").unwrap(), canonical("CeilDiv(s0, 4)").unwrap());
+        assert_eq!(canonical("-CeilDiv(-s0, 4)").unwrap(), canonical("FloorDiv(s0, 4)").unwrap());
+        let env = HashMap::from([("s0".to_owned(), 9), ("s1".to_owned(), 3)]);
+        assert_eq!(parse("-FloorDiv(-s0*s1, 4)").unwrap().eval(&env).unwrap(), 7);
     }
 
     #[test]

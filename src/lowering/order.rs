@@ -9,25 +9,26 @@ use std::collections::{BinaryHeap, HashMap};
 /// the ready node that came first) and return the moves that turn the old order into the new
 /// one, each `node` placed right after `after`. Returns no moves when the order was valid.
 pub fn legalize(g: &mut Graph) -> Vec<Move> {
-    let index: HashMap<&str, usize> = g.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
     let n = g.nodes.len();
-    let mut producers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
     let mut valid = true;
+    for (i, node) in g.nodes.iter().enumerate() {
+        node.args.iter().chain(node.kwargs.values()).for_each(|a| a.for_each_ref(&mut |r| valid &= index.contains_key(r)));
+        index.insert(node.name.as_str(), i);
+    }
+    if valid {
+        return Vec::new();
+    }
+    let mut producers: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, node) in g.nodes.iter().enumerate() {
         node.args.iter().chain(node.kwargs.values()).for_each(|a| {
             a.for_each_ref(&mut |r| {
                 let j = index[r];
-                if j > i {
-                    valid = false;
-                }
                 if !producers[i].contains(&j) {
                     producers[i].push(j);
                 }
             })
         });
-    }
-    if valid {
-        return Vec::new();
     }
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut pending: Vec<usize> = vec![0; n];

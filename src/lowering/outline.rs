@@ -46,18 +46,25 @@ pub struct Outlined {
     pub graph: Graph,
     pub edits: Vec<Edit>,
     pub moves: Vec<Move>,
+    /// Nodes that are new or read a replaced value: every other node is as it was.
+    pub changed: HashSet<String>,
 }
 
 pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
-    let mut taken: HashSet<String> = g.nodes.iter().map(|n| n.name.clone()).collect();
+    let existing: HashSet<&str> = g.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut minted: HashSet<String> = HashSet::new();
+    // Next suffix to try per base: names are only ever added, so the smallest free suffix never
+    // goes down, and thousands of regions sharing one base stay linear.
+    let mut next_suffix: HashMap<String, usize> = HashMap::new();
     let mut fresh = |base: &str| -> String {
-        let mut name = base.to_owned();
-        let mut k = 1;
-        while taken.contains(&name) {
+        let k = next_suffix.entry(base.to_owned()).or_insert(0);
+        let mut name = if *k == 0 { base.to_owned() } else { format!("{base}_{k}") };
+        while existing.contains(name.as_str()) || minted.contains(&name) {
+            *k += 1;
             name = format!("{base}_{k}");
-            k += 1;
         }
-        taken.insert(name.clone());
+        *k += 1;
+        minted.insert(name.clone());
         name
     };
 
@@ -145,9 +152,18 @@ pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
             nodes.push(node.clone());
         }
     }
+    let mut changed: HashSet<String> = edits.iter().flat_map(|e| std::iter::once(e.node.clone()).chain(e.getitems.iter().cloned())).collect();
     if !rename.is_empty() {
         for n in &mut nodes {
-            n.map_refs(&mut |r| rename.get(r).cloned());
+            let mut touched = false;
+            n.map_refs(&mut |r| {
+                let new = rename.get(r).cloned();
+                touched |= new.is_some();
+                new
+            });
+            if touched {
+                changed.insert(n.name.clone());
+            }
         }
     }
 
@@ -159,5 +175,5 @@ pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
     graph.regions.retain(|k, _| keep.contains(k));
 
     let moves = order::legalize(&mut graph);
-    Outlined { graph, edits, moves }
+    Outlined { graph, edits, moves, changed }
 }

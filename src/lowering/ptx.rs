@@ -13,6 +13,7 @@
 
 mod elf;
 mod isa;
+mod lex;
 mod parse;
 mod qdp;
 mod rewrite;

@@ -1,9 +1,13 @@
 //! Region instances: which nodes each one holds, where it came from, and whether it can be
-//! outlined. Selectors (`collect` for annotation tags; `modules` and `pattern` in issue 4) only
-//! produce member sets; validation and boundary computation are shared by all of them.
+//! outlined. Selectors (`collect` for annotation tags; `modules` for module types and paths;
+//! `pattern` for subgraph patterns, both driven by `selectors`) only produce member sets;
+//! validation and boundary computation are shared by all of them.
 
 pub mod boundary;
 pub mod collect;
+pub mod modules;
+pub mod pattern;
+pub mod selectors;
 pub mod validate;
 
 use crate::graph::TensorMeta;

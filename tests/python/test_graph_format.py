@@ -96,3 +96,32 @@ def test_symbolic_dims_serialize_as_expressions():
     d0 = cat["val"]["shape"][0]
     assert isinstance(n, str) and isinstance(d0, str)
     assert _core.canonical_expr(d0) == _core.canonical_expr(f"{n} + {n}")
+
+
+def test_symbolic_trace_graph_with_modules_and_methods_round_trips():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.register_buffer("scale", torch.ones(4))
+
+        def forward(self, x):
+            return self.lin(x).relu().mul(self.scale)
+
+    gm = torch.fx.symbolic_trace(M())
+    ops = {n.op for n in gm.graph.nodes}
+    assert {"call_module", "call_method", "get_attr", "placeholder", "output"} <= ops
+    text = graph.to_json(gm.graph)
+    outcome = _core.analyze(text, "{}").outline("{}")
+    outcome.check_matches(text)
+
+
+def test_cli_reports_a_fixture(capsys):
+    import os
+
+    from tta import cli
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert cli.main(["report", os.path.join(here, "..", "fixtures", "nonconvex.json")]) == 0
+    out = capsys.readouterr().out
+    assert "REFUSED: it is not convex" in out and "%mul" in out

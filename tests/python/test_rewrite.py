@@ -1,6 +1,7 @@
 """End to end on CPU: export models with regions, rewrite, and compare with the original."""
 
 import re
+import sys
 
 import pytest
 import torch
@@ -243,3 +244,29 @@ def test_unregistered_impl_key_is_refused():
                 n.meta["custom"][k] = {"impl": "ghost@0000000000", "source": None}
     (r,) = tta.rewrite(ep).refused
     assert "ghost@0000000000" in r.reason and "not registered" in r.reason
+
+
+@pytest.mark.parametrize("mode", [True, "full"], ids=["delta", "full"])
+@pytest.mark.parametrize("corruption", ["rewire", "reorder", "untouched-node"])
+def test_check_catches_a_wrong_apply(monkeypatch, mode, corruption):
+    rw = sys.modules["tta.rewrite"]
+    real_apply = rw._apply
+
+    def bad_apply(g, root, edits, summary):
+        real_apply(g, root, edits, summary)
+        call = [n for n in g.nodes if getattr(n.target, "namespace", None) == "tta" and len(n.args) == 2][-1]
+        if corruption == "rewire":  # the new node reads the wrong input
+            call.args = (call.args[1], call.args[0])
+        elif corruption == "reorder":  # the new node moves
+            last_placeholder = [n for n in g.nodes if n.op == "placeholder"][-1]
+            last_placeholder.append(call)
+        else:  # a node the pass did not touch changes
+            other = next(n for n in g.nodes if n.op == "call_function" and n is not call)
+            other.args = tuple(other.args)
+            other.kwargs = {**other.kwargs, "alpha": 2}
+
+    monkeypatch.setattr(rw, "_apply", bad_apply)
+    _, ep = export("transformer_rmsnorm")
+    with pytest.raises(tta.GraphError) as err:
+        tta.rewrite(ep, check=mode)
+    assert err.value.kind == "mismatch", str(err.value)

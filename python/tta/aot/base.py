@@ -76,3 +76,21 @@ def read_manifest(path: str) -> tuple[list[CompiledKernel], dict]:
     if doc.get("format") != "tta-kernels":
         raise ValueError(f"{path} is not a tta kernel manifest")
     return [CompiledKernel.from_json(k) for k in doc["kernels"]], doc.get("info", {})
+
+
+def symbol_values(input_shapes: Sequence[Sequence[int]]) -> dict[str, int]:
+    """The value of every input symbol for concrete input shapes: ``{"i0_1": 4096, ...}``."""
+    return {input_symbol(k, j): int(d) for k, shape in enumerate(input_shapes) for j, d in enumerate(shape)}
+
+
+def guards_hold(guards: Sequence[str], env: dict[str, int]) -> bool:
+    """Whether the conditions a kernel was compiled under (``meta["guards"]``, e.g.
+    ``"i0_1 <= 1024"``, as sympy prints them) hold for these symbol values."""
+    if not guards:
+        return True
+    import sympy
+    from torch.utils._sympy import functions as F
+
+    scope = {name: getattr(F, name) for name in ("FloorDiv", "CeilDiv", "Mod", "PythonMod", "Max", "Min") if hasattr(F, name)}
+    scope.update({k: sympy.Integer(v) for k, v in env.items()})
+    return all(bool(sympy.parse_expr(g, local_dict=scope)) for g in guards)

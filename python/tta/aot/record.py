@@ -18,6 +18,8 @@ ShapeEnv guards; we report them, because the compiled kernel is valid only where
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import inspect
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterable, Sequence
@@ -293,6 +295,38 @@ def _fold(f, xs):
 Interceptor = Callable[[Callable[[Any], None]], ContextManager]
 
 
+def source_identity(obj: Any, kernels_only: bool = False) -> str | None:
+    """What identifies a kernel's or function's code: Triton's ``cache_key`` (which covers the
+    @jit functions it calls), else the sha256 of the Python source. ``kernels_only``: None for
+    plain functions and classes (used when scanning what a launch function refers to)."""
+    key = getattr(obj, "cache_key", None)
+    if isinstance(key, str) and not inspect.isclass(obj):
+        return key
+    fn = obj
+    for attr in ("fn", "_pyfunc", "__wrapped__", "func"):
+        inner = getattr(fn, attr, None)
+        if inner is not None and (inspect.isfunction(inner) or callable(inner)) and not inspect.isclass(inner):
+            fn = inner
+            break
+    if kernels_only and fn is obj:
+        return None  # a plain function, class or object: the module digest covers same-module code
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        return None
+    code = fn.__code__
+    cached = _source_digests.get(code)
+    if cached is None:
+        try:
+            text = inspect.getsource(fn)
+        except (OSError, TypeError):
+            text = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+        # Keyed on the code object: the source of the code that is loaded, read once.
+        cached = _source_digests[code] = hashlib.sha256(text.encode()).hexdigest()
+    return cached
+
+
+_source_digests: dict[Any, str] = {}
+
+
 def launch_name(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
@@ -316,16 +350,25 @@ def run_launch(
     except PluginError:
         raise
     except Exception as e:
+        text = str(e).split("\nException raised from")[0].strip().splitlines()
+        first = text[0] if text else type(e).__name__
+        tb_names = {f.name for f in _frames(e)}
         hint = ""
-        if "data_ptr" in str(e) or "Cannot access data pointer" in str(e):
-            hint = " (launch functions run on fake tensors here: pass tensors to the kernel, not data_ptr())"
-        elif "data-dependent" in str(e).lower() or "GuardOnDataDependent" in type(e).__name__:
+        if "data_ptr" in tb_names or "data_ptr" in first or "numel() on tensor with symbolic" in first:
+            hint = " (launch functions run on fake tensors here: pass tensors to the kernel, never data_ptr() or tensor values)"
+        elif "data-dependent" in first.lower() or "GuardOnDataDependent" in type(e).__name__:
             hint = " (launch code may use shapes, never tensor values)"
         raise PluginError(
             f"{where}: running the launch function with symbolic shapes (config {config}) failed: "
-            f"{type(e).__name__}: {e}{hint}"
+            f"{type(e).__name__}: {first}{hint}"
         ) from e
     return captured
+
+
+def _frames(e: BaseException):
+    import traceback
+
+    return traceback.extract_tb(e.__traceback__)
 
 
 def one_launch(captured: list[Any], where: str, config: dict) -> Any:

@@ -35,7 +35,7 @@ import torch
 
 from ..errors import PluginError
 from .base import CompiledKernel
-from .record import Session, constant_int, dtype_name, patched
+from .record import Session, constant_int, dtype_name, launch_name, patched, source_identity
 
 # torch dtype -> Triton pointer element type.
 _TRITON_TYPES = {
@@ -333,9 +333,11 @@ def ptx_version_option(sm: int, max_ptx: int | None) -> int | None:
     if max_ptx is None:
         return None
     default = _default_ptx_version(sm)
-    if default is None or default > max_ptx:
-        return max_ptx
-    return None
+    if default is None:
+        # Unknown default: leave Triton's choice; the PTX check after compiling refuses a
+        # too-new ISA with a clear message instead of ptxas failing on an ISA it lacks.
+        return None
+    return max_ptx if default > max_ptx else None
 
 
 def toolchain() -> dict[str, str]:
@@ -345,8 +347,12 @@ def toolchain() -> dict[str, str]:
     try:
         from triton.backends.nvidia.compiler import get_ptxas
 
-        info["ptxas"] = str(get_ptxas(90).version)
-    except Exception:  # pragma: no cover
+        try:
+            tool = get_ptxas(90)
+        except TypeError:  # Triton versions whose get_ptxas takes no arch
+            tool = get_ptxas()
+        info["ptxas"] = str(tool.version if hasattr(tool, "version") else tool[1])
+    except Exception:  # pragma: no cover - toolchain layout moved; the triton version still keys
         pass
     return info
 
@@ -393,6 +399,11 @@ def compile_plan(
         entry=md.name,
         user_params=len(rt),
         permutation=plan.qdp_permutation(),
+        slots=(
+            sum(p.role == "input" for p in rt),
+            sum(p.role == "extra" for p in rt),
+            sum(p.role == "output" for p in rt),
+        ),
         scratch_sizes=(getattr(md, "global_scratch_size", 0) or 0, getattr(md, "profile_scratch_size", 0) or 0),
         max_ptx=max_ptx,
         where=f"{where}: kernel {kname}",
@@ -454,7 +465,7 @@ def _check_launchable(md, here: str) -> None:
 
 
 def record(spec, config: dict, session: Session) -> TritonPlan:
-    from .record import launch_name, one_launch, run_launch
+    from .record import one_launch, run_launch
 
     where = f"tta.triton({launch_name(spec.launch_fn)})"
     captured = run_launch(spec.launch_fn, config, session, intercept, where)
@@ -462,5 +473,24 @@ def record(spec, config: dict, session: Session) -> TritonPlan:
 
 
 def kernel_sources(plan: TritonPlan) -> dict[str, str]:
-    """Source identity of what was compiled (Triton's own key covers called @jit functions)."""
-    return {_kernel_name(plan.kernel): plan.kernel.cache_key}
+    """Source identity of what was compiled (Triton's own key covers called @jit functions),
+    checked again when a cached entry is loaded."""
+    fn = plan.kernel.fn
+    return {f"{fn.__module__}:{fn.__qualname__}": source_identity(plan.kernel)}
+
+
+def compile_spec(spec, config: dict, input_metas, output_metas, sm: int, max_ptx: int | None, **options) -> CompiledKernel:
+    """The backend contract of ``compile.py``: record, analyze, compile, rewrite."""
+    session = Session(input_metas)
+    where = f"tta.triton({launch_name(spec.launch_fn)})"
+    if callable(output_metas):
+        session.outputs_from_fn(output_metas, where)
+    else:
+        session.outputs_from_metas(output_metas)
+    plan = record(spec, dict(config), session)
+    unknown = set(options) - {"pointer_divisibility"}
+    if unknown:
+        raise PluginError(f"{where}: unknown Triton compile options {sorted(unknown)}")
+    k = compile_plan(plan, sm, max_ptx, tuple(sorted(config.items())), where, **options)
+    k.meta["sources"] = kernel_sources(plan)
+    return k

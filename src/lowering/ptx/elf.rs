@@ -95,8 +95,10 @@ pub fn debug_ptx_from_cubin(cubin: &[u8]) -> Result<String> {
              (cuTile's export_kernel always passes it), and other compilers do not embed PTX",
         )
     })?;
-    let text = std::str::from_utf8(data).map_err(|e| ptx_err(format!("the CUBIN's .nv_debug_ptx_txt is not UTF-8 text: {e}")))?;
-    let lines: Vec<&str> = text.split('\0').take_while(|l| !l.trim_start().starts_with(".nv_intermediate_source_section")).collect();
+    let text = std::str::from_utf8(data)
+        .map_err(|e| ptx_err(format!("the CUBIN's .nv_debug_ptx_txt is not UTF-8 text: {e}")))?;
+    let lines: Vec<&str> =
+        text.split('\0').take_while(|l| !l.trim_start().starts_with(".nv_intermediate_source_section")).collect();
     let ptx = lines.join("\n");
     let ptx = ptx.trim_matches('\n');
     if !ptx.contains(".version") {

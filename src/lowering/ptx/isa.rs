@@ -45,49 +45,43 @@ impl CudaVersion {
 /// The newest PTX ISA each CUDA driver JIT-compiles (PTX ISA release history; checked against
 /// `cuda.bindings.utils.get_minimal_required_cuda_ver_from_ptx_ver` from cuda-bindings 13.5).
 /// CUDA 12.6 brought no new ISA, so 8.5 maps to 12.5.
-const DRIVER_MAX_ISA: &[((u32, u32), (u32, u32))] = &[
-    ((11, 0), (7, 0)),
-    ((11, 1), (7, 1)),
-    ((11, 2), (7, 2)),
-    ((11, 3), (7, 3)),
-    ((11, 4), (7, 4)),
-    ((11, 5), (7, 5)),
-    ((11, 6), (7, 6)),
-    ((11, 7), (7, 7)),
-    ((11, 8), (7, 8)),
-    ((12, 0), (8, 0)),
-    ((12, 1), (8, 1)),
-    ((12, 2), (8, 2)),
-    ((12, 3), (8, 3)),
-    ((12, 4), (8, 4)),
-    ((12, 5), (8, 5)),
-    ((12, 6), (8, 5)),
-    ((12, 7), (8, 6)),
-    ((12, 8), (8, 7)),
-    ((12, 9), (8, 8)),
-    ((13, 0), (9, 0)),
-    ((13, 1), (9, 1)),
-    ((13, 2), (9, 2)),
-    ((13, 3), (9, 3)),
-    ((13, 4), (9, 4)),
-    ((13, 5), (9, 5)),
+const DRIVER_MAX_ISA: &[(CudaVersion, IsaVersion)] = &[
+    (CudaVersion::new(11, 0), IsaVersion::new(7, 0)),
+    (CudaVersion::new(11, 1), IsaVersion::new(7, 1)),
+    (CudaVersion::new(11, 2), IsaVersion::new(7, 2)),
+    (CudaVersion::new(11, 3), IsaVersion::new(7, 3)),
+    (CudaVersion::new(11, 4), IsaVersion::new(7, 4)),
+    (CudaVersion::new(11, 5), IsaVersion::new(7, 5)),
+    (CudaVersion::new(11, 6), IsaVersion::new(7, 6)),
+    (CudaVersion::new(11, 7), IsaVersion::new(7, 7)),
+    (CudaVersion::new(11, 8), IsaVersion::new(7, 8)),
+    (CudaVersion::new(12, 0), IsaVersion::new(8, 0)),
+    (CudaVersion::new(12, 1), IsaVersion::new(8, 1)),
+    (CudaVersion::new(12, 2), IsaVersion::new(8, 2)),
+    (CudaVersion::new(12, 3), IsaVersion::new(8, 3)),
+    (CudaVersion::new(12, 4), IsaVersion::new(8, 4)),
+    (CudaVersion::new(12, 5), IsaVersion::new(8, 5)),
+    (CudaVersion::new(12, 6), IsaVersion::new(8, 5)),
+    (CudaVersion::new(12, 7), IsaVersion::new(8, 6)),
+    (CudaVersion::new(12, 8), IsaVersion::new(8, 7)),
+    (CudaVersion::new(12, 9), IsaVersion::new(8, 8)),
+    (CudaVersion::new(13, 0), IsaVersion::new(9, 0)),
+    (CudaVersion::new(13, 1), IsaVersion::new(9, 1)),
+    (CudaVersion::new(13, 2), IsaVersion::new(9, 2)),
+    (CudaVersion::new(13, 3), IsaVersion::new(9, 3)),
+    (CudaVersion::new(13, 4), IsaVersion::new(9, 4)),
+    (CudaVersion::new(13, 5), IsaVersion::new(9, 5)),
 ];
 
 /// The newest PTX ISA a driver of this CUDA version accepts; `None` outside the table (before
 /// 11.0, or newer than this table knows: pass the ISA explicitly then).
 pub fn max_isa_for_driver(cuda: CudaVersion) -> Option<IsaVersion> {
-    DRIVER_MAX_ISA
-        .iter()
-        .find(|(c, _)| *c == (cuda.major, cuda.minor))
-        .map(|(_, (ma, mi))| IsaVersion::new(*ma, *mi))
+    DRIVER_MAX_ISA.iter().find(|(c, _)| *c == cuda).map(|(_, i)| *i)
 }
 
 /// The oldest CUDA driver that accepts this PTX ISA, if the table knows it.
 pub fn min_driver_for_isa(isa: IsaVersion) -> Option<CudaVersion> {
-    DRIVER_MAX_ISA
-        .iter()
-        .find(|(_, i)| *i == (isa.major, isa.minor))
-        .map(|(c, _)| CudaVersion::new(c.0, c.1))
+    DRIVER_MAX_ISA.iter().find(|(_, i)| *i == isa).map(|(c, _)| *c)
 }
 
 /// Refuse PTX whose ISA is newer than `max`, the newest the target driver accepts. The message
@@ -114,7 +108,8 @@ pub fn check_version(found: IsaVersion, max: IsaVersion) -> Result<()> {
 }
 
 fn parse_dotted(s: &str, what: &str) -> Result<(u32, u32)> {
-    let bad = || Error::new(ErrorKind::Input, format!("`{s}` is not a {what} version (expected MAJOR.MINOR, e.g. 9.0)"));
+    let bad =
+        || Error::new(ErrorKind::Input, format!("`{s}` is not a {what} version (expected MAJOR.MINOR, e.g. 9.0)"));
     let (ma, mi) = s.trim().split_once('.').ok_or_else(bad)?;
     Ok((ma.parse().map_err(|_| bad())?, mi.parse().map_err(|_| bad())?))
 }

@@ -5,6 +5,7 @@
 //! rewrite replaces exactly the bytes it means to and leaves the rest of the text as it was.
 
 use super::isa::IsaVersion;
+use super::lex::{mask, Parser, Tok};
 use crate::error::{Error, ErrorKind, Result};
 use serde::Serialize;
 
@@ -140,7 +141,10 @@ pub fn parse(src: &str) -> Result<Module> {
         match p.text(t) {
             ".version" => {
                 let v = p.word_after(t, "a version number after `.version`")?;
-                version = Some((p.text(v).parse::<IsaVersion>().map_err(|_| p.err_at(v, "`.version` needs MAJOR.MINOR"))?, p.span(v)));
+                version = Some((
+                    p.text(v).parse::<IsaVersion>().map_err(|_| p.err_at(v, "`.version` needs MAJOR.MINOR"))?,
+                    p.span(v),
+                ));
             }
             ".target" => loop {
                 let w = p.word_after(t, "a target after `.target`")?;
@@ -168,7 +172,8 @@ pub fn parse(src: &str) -> Result<Module> {
             _ => p.skip_statement(t)?,
         }
     }
-    let (version, version_span) = version.ok_or_else(|| ptx_err("the PTX has no `.version` line; is it PTX at all?"))?;
+    let (version, version_span) =
+        version.ok_or_else(|| ptx_err("the PTX has no `.version` line; is it PTX at all?"))?;
     Ok(Module {
         version,
         version_span,
@@ -193,199 +198,12 @@ pub fn mentions(src: &str, span: Span, ident: &str) -> Result<bool> {
     Ok(false)
 }
 
-/// The text with comments blanked and string contents replaced, byte for byte, so that spans
-/// found in it are spans in the source and `//`, `{` or `;` inside comments and strings
-/// (`.file 1 "a//b.py"`) mean nothing.
-fn mask(src: &str) -> Result<Vec<u8>> {
-    let b = src.as_bytes();
-    let mut m = b.to_vec();
-    let mut i = 0;
-    let blank = |m: &mut Vec<u8>, from: usize, to: usize| {
-        for c in &mut m[from..to] {
-            if *c != b'\n' {
-                *c = b' ';
-            }
-        }
-    };
-    while i < b.len() {
-        match (b[i], b.get(i + 1)) {
-            (b'/', Some(b'/')) => {
-                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k);
-                blank(&mut m, i, end);
-                i = end;
-            }
-            (b'/', Some(b'*')) => {
-                let end = find(b, i + 2, b"*/")
-                    .map(|k| k + 2)
-                    .ok_or_else(|| ptx_err(format!("a `/*` comment on line {} is never closed", line_of(b, i))))?;
-                blank(&mut m, i, end);
-                i = end;
-            }
-            (b'"', _) => {
-                let mut k = i + 1;
-                while k < b.len() && b[k] != b'"' && b[k] != b'\n' {
-                    k += if b[k] == b'\\' { 2 } else { 1 };
-                }
-                let k = k.min(b.len());
-                for c in &mut m[i + 1..k] {
-                    *c = b'_';
-                }
-                i = k + 1;
-            }
-            _ => i += 1,
-        }
-    }
-    Ok(m)
-}
-
-fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|k| from + k)
-}
-
-fn line_of(b: &[u8], at: usize) -> usize {
-    1 + b[..at.min(b.len())].iter().filter(|&&c| c == b'\n').count()
-}
-
-/// A word (`.param`, `%r1`, `9.4`, `add_kernel_param_0`) or one punctuation byte.
-#[derive(Clone, Copy, Debug)]
-struct Tok {
-    start: usize,
-    end: usize,
-    punct: Option<u8>,
-}
-
-fn is_word_byte(c: u8) -> bool {
-    // Bytes >= 0x80 stay inside words so that a span never splits a UTF-8 character.
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'$' | b'%') || c >= 0x80
-}
-
-struct Parser<'a> {
-    src: &'a str,
-    m: Vec<u8>,
-    pos: usize,
-}
-
 impl<'a> Parser<'a> {
-    fn peek(&self) -> Option<Tok> {
-        let m = &self.m;
-        let mut i = self.pos;
-        while i < m.len() && (m[i].is_ascii_whitespace() || m[i] == 0) {
-            i += 1;
-        }
-        if i >= m.len() {
-            return None;
-        }
-        if is_word_byte(m[i]) {
-            let start = i;
-            while i < m.len() && is_word_byte(m[i]) {
-                i += 1;
-            }
-            Some(Tok { start, end: i, punct: None })
-        } else {
-            Some(Tok { start: i, end: i + 1, punct: Some(m[i]) })
-        }
-    }
-
-    fn next(&mut self) -> Option<Tok> {
-        let t = self.peek()?;
-        self.pos = t.end;
-        Some(t)
-    }
-
-    fn text(&self, t: Tok) -> &'a str {
-        &self.src[t.start..t.end]
-    }
-
-    fn span(&self, t: Tok) -> Span {
-        Span { start: t.start, end: t.end }
-    }
-
-    fn line(&self, at: usize) -> usize {
-        line_of(&self.m, at)
-    }
-
-    fn err_at(&self, t: Tok, what: &str) -> Error {
-        ptx_err(format!("{what} (line {}, at `{}`)", self.line(t.start), self.text(t)))
-    }
-
-    fn same_line(&self, t: Tok) -> bool {
-        !self.m[self.pos..t.start].contains(&b'\n')
-    }
-
-    /// The next token, which must be a word on the same line as `after`.
-    fn word_after(&mut self, after: Tok, what: &str) -> Result<Tok> {
-        match self.peek() {
-            Some(t) if t.punct.is_none() && self.same_line(t) => {
-                self.pos = t.end;
-                Ok(t)
-            }
-            _ => Err(ptx_err(format!("expected {what} on line {}", self.line(after.start)))),
-        }
-    }
-
-    fn eat_on_line(&mut self, punct: u8) -> bool {
-        match self.peek() {
-            Some(t) if t.punct == Some(punct) && self.same_line(t) => {
-                self.pos = t.end;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn skip_line(&mut self) {
-        self.pos = self.m[self.pos..].iter().position(|&c| c == b'\n').map_or(self.m.len(), |k| self.pos + k);
-    }
-
-    /// Skip to the `;` that ends the statement begun by `first`, or past the `{ ... }` block it
-    /// opens (and a `;` right after one, as in `= { 1, 2 };`).
-    fn skip_statement(&mut self, first: Tok) -> Result<()> {
-        let mut t = first;
-        loop {
-            match t.punct {
-                Some(b';') => return Ok(()),
-                Some(b'{') => {
-                    self.skip_block(t)?;
-                    if self.peek().is_some_and(|n| n.punct == Some(b';')) {
-                        self.next();
-                    }
-                    return Ok(());
-                }
-                _ => {}
-            }
-            t = match self.next() {
-                Some(t) => t,
-                None => return Ok(()),
-            };
-        }
-    }
-
-    /// `open` is a `{` just consumed; returns the span of the block, braces included.
-    fn skip_block(&mut self, open: Tok) -> Result<Span> {
-        let mut depth = 1usize;
-        let m = &self.m;
-        let mut i = self.pos;
-        while i < m.len() {
-            match m[i] {
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.pos = i + 1;
-                        return Ok(Span { start: open.start, end: i + 1 });
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        Err(ptx_err(format!("the `{{` on line {} is never closed", self.line(open.start))))
-    }
-
     /// `start` is the first token (`.visible` or `.entry`); `.entry` itself has been consumed.
     fn entry(&mut self, start: Tok, visible: bool) -> Result<Entry> {
-        let name_tok = self.next().filter(|t| t.punct.is_none() && !self.text(t.to_owned()).starts_with('.'));
-        let name_tok = name_tok.ok_or_else(|| ptx_err(format!("`.entry` on line {} has no name", self.line(start.start))))?;
+        let name_tok = self.next().filter(|t| t.punct.is_none() && !self.text(*t).starts_with('.'));
+        let name_tok =
+            name_tok.ok_or_else(|| ptx_err(format!("`.entry` on line {} has no name", self.line(start.start))))?;
         let name = self.text(name_tok).to_owned();
         let mut params = Vec::new();
         if self.peek().is_some_and(|t| t.punct == Some(b'(')) {
@@ -452,7 +270,10 @@ impl<'a> Parser<'a> {
             self.next();
             end = n.end;
             if is_value {
-                let v = self.text(n).parse::<u32>().map_err(|_| self.err_at(n, &format!("entry `{}`: `{name}` takes numbers", e.name)))?;
+                let v = self
+                    .text(n)
+                    .parse::<u32>()
+                    .map_err(|_| self.err_at(n, &format!("entry `{}`: `{name}` takes numbers", e.name)))?;
                 values.push(v);
             }
         }
@@ -473,7 +294,8 @@ impl<'a> Parser<'a> {
         let mut params = Vec::new();
         let mut decl: Vec<Tok> = Vec::new();
         loop {
-            let t = self.next().ok_or_else(|| ptx_err(format!("the parameter list of entry `{entry}` is never closed")))?;
+            let t =
+                self.next().ok_or_else(|| ptx_err(format!("the parameter list of entry `{entry}` is never closed")))?;
             match t.punct {
                 Some(b',') | Some(b')') => {
                     if !decl.is_empty() {
@@ -494,11 +316,17 @@ impl<'a> Parser<'a> {
     /// `[.hidden] .param [.align N] .type [.ptr [.space] [.align N]] name [ '[' N ']' ]`
     fn param(&self, entry: &str, index: usize, toks: &[Tok]) -> Result<Param> {
         let span = Span { start: toks[0].start, end: toks[toks.len() - 1].end };
-        let bad = |why: &str| ptx_err(format!("entry `{entry}`: cannot read parameter {index} `{}`: {why}", span.of(self.src)));
-        let number = |k: usize| -> Result<u64> {
-            toks.get(k).filter(|t| t.punct.is_none()).and_then(|t| self.text(*t).parse().ok()).ok_or_else(|| bad("expected a number"))
+        let bad = |why: &str| {
+            ptx_err(format!("entry `{entry}`: cannot read parameter {index} `{}`: {why}", span.of(self.src)))
         };
-        let (mut hidden, mut seen_param, mut ty, mut align, mut ptr, mut name) = (false, false, None, None, None::<PtrQual>, None);
+        let number = |k: usize| -> Result<u64> {
+            toks.get(k)
+                .filter(|t| t.punct.is_none())
+                .and_then(|t| self.text(*t).parse().ok())
+                .ok_or_else(|| bad("expected a number"))
+        };
+        let (mut hidden, mut seen_param, mut ty, mut align, mut ptr, mut name) =
+            (false, false, None, None, None::<PtrQual>, None);
         let mut array_len = None;
         let mut k = 0;
         while k < toks.len() {
@@ -556,7 +384,7 @@ fn type_bytes(ty: &str) -> Option<u64> {
     };
     let bits: u64 = digits.trim_start_matches(|c: char| c.is_ascii_alphabetic()).parse().ok()?;
     let kind = &digits[..digits.len() - digits.trim_start_matches(|c: char| c.is_ascii_alphabetic()).len()];
-    if !matches!(kind, "b" | "u" | "s" | "f" | "bf") || bits % 8 != 0 || bits == 0 {
+    if !matches!(kind, "b" | "u" | "s" | "f" | "bf") || !bits.is_multiple_of(8) || bits == 0 {
         return None;
     }
     Some(bits / 8 * lanes)
@@ -616,7 +444,10 @@ mod tests {
         assert_eq!(p0.span.of(TRITON), ".param .u64 .ptr .global .align 1 add_kernel_param_0");
         assert_eq!(e.params[1].size, 4);
         assert!(e.params[1].is_32bit_int() && p0.is_64bit_scalar());
-        assert!(e.header_span.of(TRITON).starts_with(".visible .entry add_kernel(") && e.header_span.of(TRITON).ends_with(".reqntid 128"));
+        assert!(
+            e.header_span.of(TRITON).starts_with(".visible .entry add_kernel(")
+                && e.header_span.of(TRITON).ends_with(".reqntid 128")
+        );
         let body = e.body.unwrap().of(TRITON);
         assert!(body.starts_with('{') && body.ends_with('}') && body.contains("ret;"));
         assert!(mentions(TRITON, e.body.unwrap(), "add_kernel_param_0").unwrap());

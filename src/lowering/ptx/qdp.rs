@@ -144,7 +144,8 @@ mod tests {
         let e = to_qdp_abi(SRC, &QdpSpec { trailing_scratch: vec![], order: None, ..spec() }).unwrap_err();
         assert!(e.message.starts_with("entry `rs` declares 5 parameter(s) (`rs_param_0` .u64 .ptr, "), "{}", e.message);
         let strukt = ".version 8.8\n.entry c(.param .align 8 .b8 c_param_0[16], .param .u32 c_param_1, .param .u64 c_param_2) { ret; }";
-        let e = to_qdp_abi(strukt, &QdpSpec { entry: "c".into(), trailing_scratch: vec![], order: None, ..spec() }).unwrap_err();
+        let e = to_qdp_abi(strukt, &QdpSpec { entry: "c".into(), trailing_scratch: vec![], order: None, ..spec() })
+            .unwrap_err();
         assert!(e.message.contains("`c_param_0` is .b8[16] (a by-value struct such as a cute.Tensor"), "{}", e.message);
     }
 

@@ -17,7 +17,11 @@ pub fn permute_params(ptx: &str, entry: &str, order: &[usize]) -> Result<String>
     let e = m.entry(entry)?;
     check_permutation(e, order)?;
     refuse_hidden(e, "reorder its parameters for the TensorRT launch")?;
-    let edits = order.iter().enumerate().map(|(new, &old)| (e.params[new].span, e.params[old].span.of(ptx).to_owned())).collect();
+    let edits = order
+        .iter()
+        .enumerate()
+        .map(|(new, &old)| (e.params[new].span, e.params[old].span.of(ptx).to_owned()))
+        .collect();
     Ok(apply(ptx, edits))
 }
 
@@ -236,7 +240,11 @@ mod tests {
         let src = ".version 9.4\n.entry g(.param .u64 g_param_0, .param .u32 g_param_1,\n\
             .hidden .param .align 64 .b8 g_param_2[128]) { mov.b64 %rd1, g_param_2; }";
         let e = permute_params(src, "g", &[1, 0, 2]).unwrap_err();
-        assert!(e.message.starts_with("entry `g`: parameter `g_param_2` is .hidden (.hidden .b8[128], a TMA descriptor"), "{}", e.message);
+        assert!(
+            e.message.starts_with("entry `g`: parameter `g_param_2` is .hidden (.hidden .b8[128], a TMA descriptor"),
+            "{}",
+            e.message
+        );
         assert!(e.message.contains("TensorRT passes only (inputs, int32 extras, outputs) and cannot supply it"));
     }
 
@@ -272,7 +280,11 @@ mod tests {
     fn version_check_and_explicit_relabel() {
         let max = IsaVersion::new(9, 0);
         let e = check_version(SRC, max).unwrap_err();
-        assert!(e.message.starts_with("PTX ISA 9.4 needs a CUDA 13.4 driver; the target driver is CUDA 13.0"), "{}", e.message);
+        assert!(
+            e.message.starts_with("PTX ISA 9.4 needs a CUDA 13.4 driver; the target driver is CUDA 13.0"),
+            "{}",
+            e.message
+        );
         check_version(SRC, IsaVersion::new(9, 4)).unwrap();
         let out = relabel_version(SRC, max).unwrap();
         assert!(out.starts_with(".version 9.0\n.target sm_90a\n"));

@@ -6,7 +6,7 @@ compiled kernel).
 Every module in this package that sets ``BACKEND`` (``"triton"``, ``"cutile"``, ``"cutedsl"``)
 and ``LAUNCH`` (its launch function) is an example; ``examples()`` lists them as ``Example``
 records, skipping modules whose DSL is not installed (ImportError). Optional: ``DTYPES``,
-``ATOL`` (per dtype name), ``NAME``.
+``TOL`` (dtype name -> (atol, rtol)), ``NAME``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Example:
     make_inputs: Callable
     test_shapes: tuple
     dtypes: tuple = DTYPES
-    atol: dict | None = None  # per dtype name; defaults in tolerance()
+    tol: dict | None = None  # dtype name -> (atol, rtol); defaults in tolerance()
 
     def spec(self):
         import tta.specs as specs
@@ -51,11 +51,20 @@ class Example:
         ins = self.make_inputs(self.test_shapes[0], dtype, "meta")
         return [TensorMeta.dynamic(t.dtype, t.dim()) for t in ins]
 
-    def tolerance(self, dtype) -> float:
+    def tolerance(self, dtype) -> tuple[float, float]:
+        """(atol, rtol): about one rounding of the output dtype (kernels compute in fp32)."""
         name = str(dtype).removeprefix("torch.")
-        if self.atol and name in self.atol:
-            return self.atol[name]
-        return {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}.get(name, 1e-5)
+        if self.tol and name in self.tol:
+            return tuple(self.tol[name])
+        return {"float32": (1e-5, 1e-5), "float16": (1e-3, 2e-3), "bfloat16": (1e-2, 1.6e-2)}.get(name, (1e-5, 1e-5))
+
+    def compare(self, out, ref) -> tuple[float, bool]:
+        """Max abs error, and whether every element is within atol + rtol * |ref|."""
+        atol, rtol = self.tolerance(ref.dtype)
+        o, r = out.float(), ref.float()
+        err = (o - r).abs()
+        ok = bool((err <= atol + rtol * r.abs()).all()) and o.shape == r.shape
+        return (err.max().item() if err.numel() else 0.0), ok
 
 
 def _load(module: str) -> Example | None:
@@ -76,7 +85,7 @@ def _load(module: str) -> Example | None:
         make_inputs=m.make_inputs,
         test_shapes=tuple(m.TEST_SHAPES),
         dtypes=tuple(getattr(m, "DTYPES", DTYPES)),
-        atol=getattr(m, "ATOL", None),
+        tol=getattr(m, "TOL", None),
     )
 
 

@@ -1,0 +1,167 @@
+"""Benchmark the rewrite (prints numbers; not a test).
+
+    python benches/bench_rewrite.py [--nodes 100000] [--regions 1000] [--skip-fx]
+
+1. A synthetic graph of N nodes with R regions (5 ops each): the Rust pass alone (parse,
+   verify, analyze, outline, serialize), the whole ``tta.rewrite`` from Python (serialize the fx
+   graph, pass, apply the result back, re-check), and torch.fx's ``fuse_by_partitions`` on the
+   same partitions.
+2. The fixture models: the whole rewrite as a fraction of ``torch.export`` time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.fx
+from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+
+import tta
+from tta import _core, graph
+from tta.annotate import TAG_PREFIX
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
+
+REGION_OPS = 5
+
+
+def synthetic(n_nodes: int, n_regions: int) -> tuple[torch.fx.GraphModule, list[list[torch.fx.Node]]]:
+    """A chain-and-fan graph: every block of n_nodes/n_regions ops holds one 5-op region."""
+    plugin = tta.custom_plugin(name="bench_region", meta_impl=lambda a, b: a.new_empty(a.shape))
+    aten = torch.ops.aten
+    val = torch.empty(64, 64, device="meta")
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    x.meta["val"] = val
+    y = g.placeholder("y")
+    y.meta["val"] = val
+    block = n_nodes // n_regions
+    prev = x
+    regions: list[list[torch.fx.Node]] = []
+    count = 2
+    for r in range(n_regions):
+        tag = {TAG_PREFIX + f"bench:{r}": {"impl": plugin.key, "source": None}}
+        members = []
+        a = g.call_function(aten.add.Tensor, (prev, y))
+        b = g.call_function(aten.relu.default, (a,))
+        c = g.call_function(aten.mul.Tensor, (b, a))
+        d = g.call_function(aten.sub.Tensor, (c, y))
+        e = g.call_function(aten.neg.default, (d,))
+        for n in (a, b, c, d, e):
+            n.meta["val"] = val
+            n.meta["custom"] = tag
+            members.append(n)
+        regions.append(members)
+        prev = e
+        count += REGION_OPS
+        for i in range(block - REGION_OPS):
+            op = (aten.sin.default, aten.cos.default, aten.exp.default)[i % 3]
+            prev = g.call_function(op, (prev,)) if i % 4 else g.call_function(aten.add.Tensor, (prev, x))
+            prev.meta["val"] = val
+            count += 1
+    g.output((prev,))
+    return torch.fx.GraphModule(torch.nn.Module(), g), regions
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
+    gm, regions = synthetic(n_nodes, n_regions)
+    n = len(gm.graph.nodes)
+    print(f"synthetic graph: {n} nodes, {n_regions} regions of {REGION_OPS} ops")
+
+    # Rust pass alone, on the serialized graph.
+    doc = graph.graph_to_dict(gm.graph)
+    text = json.dumps(doc, separators=(",", ":"))
+    impls = json.dumps(tta.plugin.declarations({r["impl"] for r in doc["regions"].values()}))
+    meta = json.dumps({})
+
+    def rust_only():
+        outcome = _core.analyze(text, impls).outline(meta)
+        outcome.graph_json()
+        return outcome
+
+    rust_s = best(rust_only, 5)
+    t = json.loads(rust_only().timings_json())
+    t_ser = best(lambda: rust_only().graph_json(), 1)
+    print(f"  graph JSON: {len(text) / 1e6:.1f} MB")
+    print(
+        f"  Rust pass (parse {t['parse_ms']:.1f} ms, verify {t['verify_ms']:.1f} ms, analyze {t['analyze_ms']:.1f} ms, "
+        f"outline {t['outline_ms']:.1f} ms, + serialize): {rust_s * 1e3:.1f} ms"
+    )
+
+    # The whole rewrite from Python, on fresh copies of the graph.
+    whole, stages = [], []
+    for _ in range(3):
+        g2, _ = synthetic(n_nodes, n_regions)
+        t0 = time.perf_counter()
+        res = tta.rewrite(g2)
+        whole.append(time.perf_counter() - t0)
+        stages.append(res.timings)
+        assert len(res.outlined) == n_regions, str(res)[:500]
+    i = whole.index(min(whole))
+    st = stages[i]
+    whole_s = whole[i]
+    print(
+        f"  whole tta.rewrite: {whole_s * 1e3:.0f} ms (serialize {st['serialize_s'] * 1e3:.0f}, pass {st['pass_s'] * 1e3:.0f}, "
+        f"apply {st['apply_s'] * 1e3:.0f}, check {st['check_s'] * 1e3:.0f})"
+    )
+
+    if skip_fx:
+        return
+    g3, parts = synthetic(n_nodes, n_regions)
+    t0 = time.perf_counter()
+    fuse_by_partitions(g3, [dict.fromkeys(p) for p in parts])
+    fx_s = time.perf_counter() - t0
+    print(f"  torch.fx fuse_by_partitions: {fx_s * 1e3:.0f} ms")
+    print(f"  speedup, Rust pass alone: {fx_s / rust_s:.0f}x (target >= 100x)")
+    print(f"  speedup, whole rewrite:   {fx_s / whole_s:.1f}x (target >= 20x)")
+
+
+def bench_fixtures() -> None:
+    import models
+
+    print("fixture models: whole rewrite vs torch.export")
+    for name in ["residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output"]:
+        model = models.build(name)
+        inputs = models.example_inputs(name)
+        exports, rewrites = [], []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            ep = torch.export.export(model, inputs, dynamic_shapes=models.dynamic_shapes(name)).run_decompositions()
+            exports.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            tta.rewrite(ep)
+            rewrites.append(time.perf_counter() - t0)
+        e, r = statistics.median(exports), statistics.median(rewrites)
+        print(f"  {name:20s} export {e * 1e3:7.1f} ms  rewrite {r * 1e3:6.2f} ms  = {100 * r / e:.2f}% (target < 1%)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", type=int, default=100_000)
+    p.add_argument("--regions", type=int, default=1_000)
+    p.add_argument("--skip-fx", action="store_true", help="skip torch.fx's fuse_by_partitions (about 18 s)")
+    p.add_argument("--skip-fixtures", action="store_true")
+    a = p.parse_args()
+    bench_synthetic(a.nodes, a.regions, a.skip_fx)
+    if not a.skip_fixtures:
+        bench_fixtures()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""Compile a plugin's kernel specs into ``CompiledKernel``s for one (dtypes, target SM).
+
+Backends are modules ``tta.aot.<backend>`` (``triton``, ``cutile``, ``cutedsl``) with:
+
+``compile_spec(spec, config, input_metas, output_metas, sm, max_ptx, **options) -> CompiledKernel``
+    * ``spec``: the ``KernelSpec`` (``spec.launch_fn`` is the user's launch code);
+    * ``config``: one of ``spec.config_dicts()``, passed to the launch function as keywords;
+    * ``input_metas``: ``list[TensorMeta]``; a dim that is ``None`` is dynamic (symbol
+      ``i{k}_{j}``), an int is static;
+    * ``output_metas``: ``list[TensorMeta]`` whose dims are ints or expressions over the input
+      symbols, or a callable ``meta_fn(*fake_inputs) -> fake outputs`` (a plugin's
+      ``meta_impl`` or the region body);
+    * ``sm``: target compute capability as an int (90 for H100/H200);
+    * ``max_ptx``: newest PTX ISA the target driver JIT-compiles, in Triton's spelling
+      (90 = ISA 9.0 = CUDA 13.0 driver), or None for no cap;
+    * ``options``: backend-specific extras (Triton: ``pointer_divisibility``); part of the key.
+    The result's parameters are in the QDP order (input pointers, int32 extras, output pointers);
+    it raises ``PluginError`` naming the launch function / kernel parameter when it cannot be.
+    Backends should set ``meta["sources"] = {"module:qualname": record.source_identity(kernel)}``
+    for the kernels they compiled, so cache hits are checked against the current source.
+
+``toolchain() -> dict[str, str]``
+    Versions that change the compiled bytes (compiler, assembler); part of the cache key.
+
+``compile_plugin`` / ``compile_specs`` look every (spec, config) up in the cache first, compile
+the misses in parallel and store them. Threads or processes: see ``_POOL`` below.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import hashlib
+import importlib
+import inspect
+import multiprocessing
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..cache import Cache, digest
+from ..errors import PluginError
+from .base import CompiledKernel
+from .record import TensorMeta, launch_name, source_identity
+
+BACKENDS = ("triton", "cutile", "cutedsl")
+
+# Parallelism. Triton's compile is mostly Python and MLIR passes that keep the GIL, plus a
+# ptxas subprocess, so threads gain little; a forked process pool scales (18 example compiles:
+# serial 2.73 s, 16 threads 1.50 s, 16 processes 0.54 s on the 16-CPU GPU machine; 4.55 / 4.36
+# / 2.93 s on the 2-CPU development machine; docs/gpu-results.md). Fork, not spawn: a spawned
+# child would re-import torch (seconds) and could not receive lambdas (meta_impls); forked
+# children inherit the task list instead.
+_POOL = os.environ.get("TTA_COMPILE_POOL", "process")  # "process" | "thread" | "serial"
+_PROGRESS_MIN = 4  # show progress on stderr from this many compiles on
+
+
+def backend_module(name: str):
+    if name not in BACKENDS:
+        raise PluginError(f"unknown kernel backend {name!r} (expected one of {BACKENDS})")
+    try:
+        return importlib.import_module(f"tta.aot.{name}")
+    except ImportError as e:
+        raise PluginError(f"the {name} AOT backend is not available: {e}") from e
+
+
+@dataclass
+class Task:
+    spec: Any
+    config: dict
+    input_metas: list[TensorMeta]
+    output_metas: Any  # list[TensorMeta] | Callable
+    sm: int
+    max_ptx: int | None
+    options: dict
+    key: str = ""
+
+    @property
+    def label(self) -> str:
+        cfg = ",".join(f"{k}={v}" for k, v in self.config.items())
+        dt = "/".join(m.dtype for m in self.input_metas)
+        return f"{self.spec.backend} {launch_name(self.spec.launch_fn)} [{cfg}] {dt} sm_{self.sm}"
+
+
+_file_digests: dict[tuple, str] = {}
+
+
+def _module_file_digest(obj: Any) -> str | None:
+    """sha256 of the file defining ``obj``'s module: covers helpers the launch function calls."""
+    mod = sys.modules.get(getattr(obj, "__module__", "") or "")
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+        stamp = (path, st.st_mtime_ns, st.st_size)
+        if stamp not in _file_digests:
+            with open(path, "rb") as f:
+                _file_digests[stamp] = hashlib.sha256(f.read()).hexdigest()
+        return _file_digests[stamp]
+    except OSError:
+        return None
+
+
+def _referenced(fn: Callable) -> dict[str, str]:
+    """Source identities of the kernels a launch function names (globals and closure): editing
+    a kernel changes the key even when the launch function's own text does not change."""
+    out = {}
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return out
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    scope = dict(getattr(fn, "__globals__", {}))
+    if fn.__closure__:
+        scope.update({n: cell.cell_contents for n, cell in zip(code.co_freevars, fn.__closure__) if _filled(cell)})
+        names.update(code.co_freevars)
+    for n in sorted(names):
+        obj = scope.get(n)
+        if obj is None or inspect.ismodule(obj) or inspect.isbuiltin(obj) or isinstance(obj, (int, float, str, bool)):
+            continue
+        ident = source_identity(obj, kernels_only=True)
+        if ident is not None:
+            out[n] = ident
+    return out
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _output_key(output_metas: Any) -> Any:
+    if callable(output_metas):
+        return {"fn": launch_name(output_metas), "src": source_identity(output_metas)}
+    return [m.key() for m in output_metas]
+
+
+def task_key(task: Task, toolchain: dict) -> str:
+    import torch
+
+    spec = task.spec
+    return digest(
+        {
+            "what": "tta compiled kernel",
+            "backend": spec.backend,
+            "launch": spec.identity,
+            "launch_src": source_identity(spec.launch_fn),
+            "launch_module": _module_file_digest(spec.launch_fn),
+            "kernels": _referenced(spec.launch_fn),
+            "config": sorted(task.config.items()),
+            "inputs": [m.key() for m in task.input_metas],
+            "outputs": _output_key(task.output_metas),
+            "sm": task.sm,
+            "max_ptx": task.max_ptx,
+            "options": sorted(task.options.items()),
+            "toolchain": toolchain,
+            "torch": torch.__version__,  # symbolic shapes and their printing come from torch
+            "tta": _tta_version(),
+        }
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _tta_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("tta")
+    except Exception:
+        return "0"
+
+
+def _sources_current(kernel: CompiledKernel) -> bool:
+    """A cached kernel's recorded kernel sources still match the code in this process."""
+    for ref, ident in (kernel.meta.get("sources") or {}).items():
+        module, _, qualname = ref.partition(":")
+        try:
+            obj = importlib.import_module(module)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except Exception:
+            return False
+        if source_identity(obj) != ident:
+            return False
+    return True
+
+
+def _compile_one(task: Task) -> CompiledKernel:
+    mod = backend_module(task.spec.backend)
+    return mod.compile_spec(task.spec, task.config, task.input_metas, task.output_metas, task.sm, task.max_ptx, **task.options)
+
+
+# Forked workers read their tasks from here (inherited memory), so nothing but an index is
+# pickled on the way in.
+_FORK_TASKS: list[Task] = []
+
+
+def _fork_worker(i: int) -> tuple[int, CompiledKernel | None, str | None]:
+    try:
+        return i, _compile_one(_FORK_TASKS[i]), None
+    except PluginError as e:
+        return i, None, str(e)
+    except Exception as e:  # keep the worker's error readable in the parent
+        return i, None, f"{type(e).__name__}: {e}"
+
+
+def _cuda_initialized() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def _progress(done: int, total: int, label: str, t0: float, enabled: bool) -> None:
+    if enabled:
+        print(f"tta: compiled {done}/{total} ({time.perf_counter() - t0:.1f}s) {label}", file=sys.stderr, flush=True)
+
+
+def run_tasks(tasks: Sequence[Task], jobs: int | None = None, pool: str | None = None, progress: bool | None = None) -> list[CompiledKernel]:
+    """Compile ``tasks`` (no cache), in parallel where possible; results in task order."""
+    n = len(tasks)
+    if n == 0:
+        return []
+    pool = pool or _POOL
+    jobs = jobs or int(os.environ.get("TTA_COMPILE_JOBS", 0)) or min(n, os.cpu_count() or 1)
+    show = progress if progress is not None else n >= _PROGRESS_MIN
+    t0 = time.perf_counter()
+    results: list[CompiledKernel | None] = [None] * n
+    if jobs <= 1 or n == 1 or pool == "serial":
+        for i, t in enumerate(tasks):
+            results[i] = _compile_one(t)
+            _progress(i + 1, n, t.label, t0, show)
+        return results  # type: ignore[return-value]
+    if pool == "process" and _cuda_initialized():
+        # fork() after CUDA initialisation leaves the child a broken context; compiling needs
+        # no GPU, but be safe and use threads in such a process (e.g. on a GPU test machine).
+        pool = "thread"
+    if pool == "thread":
+        with cf.ThreadPoolExecutor(max_workers=jobs) as ex:
+            futs = {ex.submit(_compile_one, t): i for i, t in enumerate(tasks)}
+            for done, f in enumerate(cf.as_completed(futs), 1):
+                i = futs[f]
+                results[i] = f.result()
+                _progress(done, n, tasks[i].label, t0, show)
+        return results  # type: ignore[return-value]
+    global _FORK_TASKS
+    _FORK_TASKS = list(tasks)
+    errors = []
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+            futs = [ex.submit(_fork_worker, i) for i in range(n)]
+            for done, f in enumerate(cf.as_completed(futs), 1):
+                i, k, err = f.result()
+                if err is not None:
+                    errors.append((i, err))
+                results[i] = k
+                _progress(done, n, tasks[i].label, t0, show)
+    finally:
+        _FORK_TASKS = []
+    if errors:
+        errors.sort()
+        raise PluginError(errors[0][1] + (f" (and {len(errors) - 1} more failing configs)" if len(errors) > 1 else ""))
+    return results  # type: ignore[return-value]
+
+
+def compile_specs(
+    specs: Sequence[Any],
+    input_metas: Sequence[TensorMeta],
+    output_metas: Any,
+    sm: int = 90,
+    max_ptx: int | None = 90,
+    cache: Cache | None | bool = None,
+    jobs: int | None = None,
+    pool: str | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> list[CompiledKernel]:
+    """Every config of every spec, in order (spec-major). ``cache=False`` disables the cache;
+    None uses the default directory."""
+    if cache is None or cache is True:
+        cache = Cache()
+    tasks = [
+        Task(spec, dict(cfg), list(input_metas), output_metas, sm, max_ptx, dict(options))
+        for spec in specs
+        for cfg in spec.config_dicts()
+    ]
+    results: list[CompiledKernel | None] = [None] * len(tasks)
+    misses = []
+    toolchains: dict[str, dict] = {}
+    for i, t in enumerate(tasks):
+        if cache is False:
+            misses.append(i)
+            continue
+        if t.spec.backend not in toolchains:
+            toolchains[t.spec.backend] = backend_module(t.spec.backend).toolchain()
+        t.key = task_key(t, toolchains[t.spec.backend])
+        payload = cache.get(t.key)
+        if payload is not None:
+            k = CompiledKernel.from_json(payload["kernel"])
+            if _sources_current(k):
+                results[i] = k
+                continue
+        misses.append(i)
+    compiled = run_tasks([tasks[i] for i in misses], jobs=jobs, pool=pool, progress=progress)
+    for i, k in zip(misses, compiled):
+        results[i] = k
+        if cache is not False:
+            cache.put(tasks[i].key, {"kernel": k.to_json(), "label": tasks[i].label})
+    return results  # type: ignore[return-value]
+
+
+def compile_plugin(
+    plugin: Any,
+    input_metas: Sequence[TensorMeta],
+    output_metas: Any = None,
+    sm: int = 90,
+    max_ptx: int | None = 90,
+    **kw: Any,
+) -> list[CompiledKernel]:
+    """All tactics of a plugin (each spec x config) for these input dtypes/shapes. Output shapes
+    come from ``output_metas``, else from the plugin's ``meta_impl``."""
+    out = output_metas if output_metas is not None else plugin.meta_impl
+    if out is None:
+        raise PluginError(
+            f"{plugin.name}: compiling needs the output shapes: give the plugin a meta_impl or pass output_metas "
+            "(e.g. the region body)"
+        )
+    if not plugin.kernels:
+        raise PluginError(f"{plugin.name}: the plugin has no kernels to compile")
+    return compile_specs(plugin.kernels, input_metas, out, sm=sm, max_ptx=max_ptx, **kw)

@@ -1,0 +1,416 @@
+"""CuTeDSL backend: record the ``@cute.jit`` host call a launch function makes, compile it ahead of
+time for one SM, and bring the kernel's PTX to TensorRT's QDP ABI.
+
+The launch function is ordinary CuTeDSL host code: it calls a ``@cute.jit`` host function (or
+``cute.compile(host, ...)`` and then the compiled function) with ``make_ptr(dtype,
+t.data_ptr(), ...)`` pointers and ints; the host function launches one ``@cute.kernel``. While
+recording, fake tensors' ``data_ptr()`` returns an address that names the port, so each pointer
+is traced back to an input or output.
+
+What the host function's arguments become:
+
+=======================================  ====================================================
+argument                                 role
+=======================================  ====================================================
+a ``make_ptr`` of an input/output        that port's pointer
+an int (``Int32`` or unannotated)        a runtime i32: an int32 extra with the shape
+                                         expression (a constant if it does not depend on shapes)
+any value of a ``Constexpr`` parameter   compiled in (one specialization each)
+a float or bool that is not Constexpr    refused: TensorRT passes only int32 scalars
+a torch tensor (``cute.Tensor``)         refused: a by-value struct TensorRT cannot pass
+=======================================  ====================================================
+
+The host function may compute the kernel's arguments and grid from its arguments with integer
+arithmetic (``(n + T - 1) // T``); tta reads that arithmetic back from the traced IR (the kernel
+launch is hooked while ``cute.compile`` runs) and turns it into shape expressions. Kernel
+parameters must be ``cute.Pointer`` or 32-bit ints; ``cute.Tensor`` parameters are refused.
+
+Artifact: the kernel's PTX with its ``.entry`` parameters permuted into QDP order (Rust,
+``tta._core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
+CUDA 13.0 driver JIT-compiles; when the ISA is newer than ``max_ptx`` (the cu13 flavour emits
+9.4), the permuted PTX is assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
+for AOT plugins; CUBIN acceptance is unverified).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import tempfile
+import threading
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .. import _core
+from ..errors import PluginError
+from . import cuda_tools, ptxabi
+from .base import CompiledKernel
+from .cutile import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
+from .cutedsl_ir import LaunchHook, dynamic_smem_from_host_ir
+from .record import Session, constant_int, dtype_name, launch_name, patched, source_identity
+
+# Recording addresses: port slot s is at _BASE + (s << 32) (aligned for any assumed_align).
+_BASE = 0x7A7A << 48
+
+
+@dataclass
+class CuteCall:
+    """One intercepted host call: ``fn`` is the undecorated ``@cute.jit`` function."""
+
+    fn: Callable
+    args: tuple
+    kwargs: dict
+
+
+# -- interception ----------------------------------------------------------------------------
+
+_active = threading.local()
+
+
+def _jit_func(original):
+    def _func(self, funcBody, *args, **kwargs):
+        from cutlass._mlir import ir
+
+        sink = getattr(_active, "sink", None)
+        if sink is None or ir.Context.current is not None:  # not recording, or a nested jit call
+            return original(self, funcBody, *args, **kwargs)
+        sink(CuteCall(funcBody, args, kwargs))
+        return None
+
+    return _func
+
+
+class _RecordedCompile:
+    """What ``cute.compile(host, *args)`` returns while recording: calling it records the host
+    call, with the Constexpr values from the compile and the runtime values from the call."""
+
+    def __init__(self, fn: Callable, args: tuple, kwargs: dict):
+        while hasattr(fn, "__wrapped__"):
+            fn = fn.__wrapped__
+        self.fn, self.args, self.kwargs = fn, args, {k: v for k, v in kwargs.items() if k != "options"}
+
+    def __call__(self, *args, **kwargs):
+        sig = signature(self.fn)
+        compiled = sig.bind_partial(*self.args, **self.kwargs).arguments
+        dynamic = [n for n, p in sig.parameters.items() if not _is_constexpr(p.annotation)]
+        merged = dict(compiled)
+        merged.update(zip(dynamic, args))
+        merged.update(kwargs)
+        _active.sink(CuteCall(self.fn, (), merged))
+
+
+def _compile(original):
+    def _compile(self, func, *args, **kwargs):
+        if getattr(_active, "sink", None) is None:
+            return original(self, func, *args, **kwargs)
+        return _RecordedCompile(func, args, kwargs)
+
+    return _compile
+
+
+def _data_ptr(original):
+    def data_ptr(self):
+        session = getattr(_active, "session", None)
+        if getattr(_active, "sink", None) is None or session is None:
+            return original(self)
+        role = session.tensor_role(self)
+        if role is None:
+            raise PluginError(
+                f"{getattr(_active, 'where', 'tta.cutedsl')}: data_ptr() of a tensor that is neither an input nor an "
+                "output of the plugin (allocated in the launch function?); TensorRT AOT plugins get no scratch memory"
+            )
+        kind, k = role
+        return _BASE + ((2 * k + (kind == "output")) << 32)
+
+    return data_ptr
+
+
+@contextlib.contextmanager
+def intercept(sink: Callable[[CuteCall], None], session: Session | None = None, where: str = "tta.cutedsl"):
+    """While active (in this thread), top-level ``@cute.jit`` calls and ``cute.compile`` go to
+    ``sink``, and fake tensors' ``data_ptr()`` names their port."""
+    from cutlass.base_dsl.compiler import CompileCallable
+    from cutlass.base_dsl.dsl import BaseDSL
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    prev = (getattr(_active, "sink", None), getattr(_active, "session", None), getattr(_active, "where", None))
+    _active.sink, _active.session, _active.where = sink, session, where
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(patched(BaseDSL, "_func", _jit_func, _active))
+            stack.enter_context(patched(CompileCallable, "_compile", _compile, _active))
+            stack.enter_context(patched(FakeTensor, "data_ptr", _data_ptr, _active))
+            stack.enter_context(placeholder_streams())
+            yield
+    finally:
+        _active.sink, _active.session, _active.where = prev
+
+
+# -- analysis --------------------------------------------------------------------------------
+
+
+def signature(fn: Callable) -> inspect.Signature:
+    """With string annotations (``from __future__ import annotations``) evaluated, as the DSL does."""
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except Exception:
+        return inspect.signature(fn)
+
+
+def _is_constexpr(annotation: Any) -> bool:
+    from cutlass import Constexpr
+
+    return annotation is Constexpr or typing.get_origin(annotation) is Constexpr
+
+
+@dataclass
+class HostArg:
+    """One parameter of the host function."""
+
+    name: str
+    kind: str  # "pointer" | "int" | "constexpr" | "stream"
+    value: Any  # compile-time argument
+    port: tuple[str, int] | None = None  # pointer
+    expr: str | None = None  # int: shape expression
+
+
+@dataclass
+class CutePlan:
+    fn: Callable
+    host: list[HostArg]
+    input_dtypes: tuple[str, ...]
+    output_dtypes: tuple[str, ...]
+    output_shapes: tuple[tuple[str, ...], ...]
+    guards: list[str] = field(default_factory=list)
+
+
+def _port_of(ptr, session: Session, name: str, here: str) -> tuple[str, int]:
+    addr = int(ptr._pointer)
+    slot, low = divmod(addr - _BASE, 1 << 32)
+    ports = 2 * max(len(session.inputs), len(session.outputs))
+    if addr < _BASE or low or slot >= ports:
+        raise PluginError(
+            f"{here}: parameter {name!r} gets a pointer that is not the start of an input or output "
+            "(make_ptr(dtype, t.data_ptr(), ...) of a plugin tensor, without offsets)"
+        )
+    kind, k = ("output" if slot % 2 else "input"), slot // 2
+    port = (session.inputs if kind == "input" else session.outputs)[k]
+    want = _cutlass_dtype(port.dtype)
+    if ptr._dtype is not want:
+        raise PluginError(f"{here}: parameter {name!r} points at {kind} {k} ({port.dtype}) as {ptr._dtype.__name__}; use {want.__name__}")
+    return kind, k
+
+
+def _cutlass_dtype(dtype: torch.dtype):
+    import cutlass
+
+    names = {"float32": "Float32", "float16": "Float16", "bfloat16": "BFloat16", "float64": "Float64", "int8": "Int8",
+             "uint8": "Uint8", "int16": "Int16", "int32": "Int32", "int64": "Int64", "bool": "Boolean",
+             "float8_e4m3fn": "Float8E4M3FN", "float8_e5m2": "Float8E5M2"}
+    return getattr(cutlass, names[dtype_name(dtype)])
+
+
+def analyze(call: CuteCall, session: Session, where: str) -> CutePlan:
+    import cutlass
+    from cuda.bindings.driver import CUstream
+    from cutlass.cute.runtime import _Pointer
+
+    fname = getattr(call.fn, "__qualname__", repr(call.fn))
+    here = f"{where}: host function {fname}"
+    sig = signature(call.fn)
+    try:
+        bound = sig.bind(*call.args, **call.kwargs)
+    except TypeError as e:
+        raise PluginError(f"{here}: the call does not match the host function's parameters: {e}") from None
+    bound.apply_defaults()
+    host = []
+    for name, v in bound.arguments.items():
+        if _is_constexpr(sig.parameters[name].annotation):
+            if isinstance(v, torch.SymInt) and constant_int(v) is None:
+                raise PluginError(
+                    f"{here}: Constexpr parameter {name!r} gets {session.expr(v)}, which depends on input shapes; a "
+                    "Constexpr is compiled in, so it must come from the config (one kernel serves every shape)"
+                )
+            host.append(HostArg(name, "constexpr", constant_int(v) if isinstance(v, torch.SymInt) else v))
+        elif isinstance(v, _Pointer):
+            host.append(HostArg(name, "pointer", v, port=_port_of(v, session, name, here)))
+        elif isinstance(v, torch.Tensor):
+            raise PluginError(
+                f"{here}: parameter {name!r} gets a tensor, which CuTeDSL passes as a cute.Tensor (a by-value struct "
+                "of pointer, shape and strides) that a TensorRT AOT kernel cannot take; pass make_ptr(dtype, "
+                "t.data_ptr(), ...) and the sizes as Int32, and build the tensor in the kernel"
+            )
+        elif isinstance(v, (bool, float, torch.SymFloat, torch.SymBool, cutlass.Float32, cutlass.Boolean)):
+            raise PluginError(
+                f"{here}: parameter {name!r} gets {v!r} at run time, but TensorRT AOT kernels take only int32 scalars "
+                f"at run time; declare it `{name}: cutlass.Constexpr` so the value is compiled in"
+            )
+        elif isinstance(v, (int, torch.SymInt)):
+            expr = session.expr(v)
+            host.append(HostArg(name, "int", cutlass.Int32(constant_int(v) or 0), expr=expr))
+        elif isinstance(v, CUstream):  # a host argument only: TensorRT launches on its own stream
+            host.append(HostArg(name, "stream", v))
+        elif v is None:
+            host.append(HostArg(name, "constexpr", v))
+        else:
+            raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which tta cannot pass to a TensorRT AOT kernel")
+    return CutePlan(
+        fn=call.fn,
+        host=host,
+        input_dtypes=tuple(dtype_name(t.dtype) for t in session.inputs),
+        output_dtypes=tuple(dtype_name(t.dtype) for t in session.outputs),
+        output_shapes=tuple(tuple(str(d) for d in m.shape) for m in session.output_metas()),
+        guards=session.guards(),
+    )
+
+
+# -- compilation -----------------------------------------------------------------------------
+
+
+def _isa_option(max_ptx: int | str | None) -> int | None:
+    """Triton's spelling of a PTX ISA (90 = 9.0); "9.0" is accepted too."""
+    if max_ptx is None or isinstance(max_ptx, int):
+        return max_ptx
+    major, minor = str(max_ptx).split(".")
+    return int(major) * 10 + int(minor)
+
+
+def toolchain() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    info = {}
+    for pkg in ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu12", "nvidia-cutlass-dsl-libs-cu13"):
+        try:
+            info[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return info
+
+
+def compile_plan(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, where: str) -> CompiledKernel:
+    """``cute.compile`` for ``sm`` (no GPU needed) with the kernel launch hooked, then the QDP ABI
+    rewrite of the kernel's PTX (or a CUBIN when the PTX is newer than ``max_ptx``)."""
+    import cutlass.cute as cute
+
+    fname = getattr(plan.fn, "__qualname__", repr(plan.fn))
+    here = f"{where}: host function {fname}"
+    arch = f"sm_{sm}a" if sm >= 90 else f"sm_{sm}"
+    hook = LaunchHook(plan.host, here)
+    with tempfile.TemporaryDirectory(prefix="tta-cute-") as dump, hook.active():
+        try:
+            compiled = cute.compile(plan.fn, *[h.value for h in plan.host],
+                                    options=f"--gpu-arch {arch} --keep-ptx --dump-dir {dump}")
+        except PluginError:
+            raise
+        except Exception as e:
+            raise PluginError(f"{here}: CuTeDSL could not compile for {arch} (config {dict(config)}): {e}") from e
+        ptx = compiled.__ptx__
+    launch = hook.result()
+    if not isinstance(ptx, str) or ".entry" not in ptx:
+        raise PluginError(f"{here}: CuTeDSL produced no PTX")
+    shared_mem = launch.smem if launch.smem is not None else dynamic_smem_from_host_ir(compiled.ir_module, here)
+    return _to_qdp(plan, launch, ptx, shared_mem, sm, _isa_option(max_ptx), config, here)
+
+
+def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx: int | None, config: tuple, here: str) -> CompiledKernel:
+    module = ptxabi.parse(ptx)
+    entries = [e for e in module["entries"] if e["visible"]]
+    if len(entries) != 1:
+        raise PluginError(f"{here}: expected one kernel in the PTX, found {[e['name'] for e in entries]}")
+    entry = entries[0]
+    params = launch.params  # the kernel's runtime params in declaration order: (role, index)
+    for kind, ports in (("input", plan.input_dtypes), ("output", plan.output_dtypes)):
+        for k in range(len(ports)):
+            uses = [i for i, p in enumerate(params) if p == (kind, k)]
+            if len(uses) != 1:
+                raise PluginError(
+                    f"{here}: the kernel takes {kind} {k} {len(uses)} times; TensorRT passes a pointer for every input "
+                    "and output, so the kernel must take each of them exactly once"
+                )
+    rank = {"input": 0, "extra": 1, "output": 2}
+    order = sorted(range(len(params)), key=lambda i: (rank[params[i][0]], params[i][1]))
+    slots = (len(plan.input_dtypes), len(launch.extras), len(plan.output_dtypes))
+    reqntid = entry.get("reqntid")
+    if reqntid and tuple(reqntid) + (1,) * (3 - len(reqntid)) != tuple(launch.block):
+        raise PluginError(f"{here}: the launch's block {launch.block} differs from the kernel's .reqntid {reqntid}")
+    version = module["version"]
+    fits = max_ptx is None or _isa_option(version) <= max_ptx
+    # The kernel's declared parameters are checked against the traced ones (count and kinds) here.
+    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry["name"], user_params=len(params), permutation=order, slots=slots,
+                               max_ptx=max_ptx if fits else None, where=here)
+    if fits:
+        code, code_format = qdp.encode(), "ptx"
+    else:
+        code, code_format = cuda_tools.assemble(qdp, sm), "cubin"
+        sizes = [p["size"] for p in sorted(json.loads(_core.ptx_cubin_params(code, entry["name"])), key=lambda p: p["ordinal"])]
+        want = [8] * slots[0] + [4] * slots[1] + [8] * slots[2]
+        if sizes != want:
+            raise PluginError(f"{here}: the assembled CUBIN lays out parameters of sizes {sizes}, but TensorRT passes {want}")
+    notes = [] if fits else [f"PTX ISA {version} is newer than max_ptx={max_ptx}: shipped as a CUBIN (TensorRT acceptance unverified)"]
+    if shared_mem > 48 * 1024:
+        notes.append(
+            f"{shared_mem} bytes of dynamic shared memory need cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) before "
+            "the launch; whether TensorRT sets it is unverified"
+        )
+    return CompiledKernel(
+        backend="cutedsl",
+        entry=entry["name"],
+        code=code,
+        code_format=code_format,
+        grid=launch.grid,
+        block=tuple(launch.block),
+        shared_mem=int(shared_mem),
+        extras=tuple(launch.extras),
+        input_dtypes=plan.input_dtypes,
+        output_dtypes=plan.output_dtypes,
+        output_shapes=plan.output_shapes,
+        config=tuple(config),
+        sm=sm,
+        ptx_version=version,
+        meta={
+            "kernel": launch.kernel_name,
+            "sources": kernel_sources(plan, launch.kernel_fn),
+            "host": [{"name": h.name, "kind": h.kind, "port": h.port, "expr": h.expr} for h in plan.host],
+            "kernel_params": [list(p) for p in params],
+            "reqntid": reqntid,
+            "guards": plan.guards,
+            "toolchain": toolchain(),
+            "note": "; ".join(notes) or None,
+        },
+    )
+
+
+# -- the backend entry points ----------------------------------------------------------------
+
+
+def record(spec, config: dict, session: Session) -> CutePlan:
+    from .record import one_launch, run_launch
+
+    where = f"tta.cutedsl({launch_name(spec.launch_fn)})"
+    captured = run_launch(spec.launch_fn, config, session, functools.partial(intercept, session=session, where=where), where)
+    return analyze(one_launch(captured, where, config), session, where)
+
+
+def kernel_sources(plan: CutePlan, kernel: Callable | None = None) -> dict[str, str]:
+    """Source identities of the host function and the kernel it launched, checked again when a
+    cached entry is loaded."""
+    return {f"{f.__module__}:{f.__qualname__}": source_identity(f) for f in (plan.fn, kernel) if f is not None}
+
+
+def compile_spec(spec, config: dict, input_metas, output_metas, sm: int, max_ptx: int | None, **options) -> CompiledKernel:
+    """The backend contract of ``compile.py``."""
+    session = Session(input_metas)
+    where = f"tta.cutedsl({launch_name(spec.launch_fn)})"
+    if callable(output_metas):
+        session.outputs_from_fn(output_metas, where)
+    else:
+        session.outputs_from_metas(output_metas)
+    if options:
+        raise PluginError(f"{where}: unknown CuTeDSL compile options {sorted(options)}")
+    plan = record(spec, dict(config), session)
+    return compile_plan(plan, sm, max_ptx, tuple(sorted(config.items())), where)

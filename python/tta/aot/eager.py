@@ -1,0 +1,66 @@
+"""Eager execution of a plugin with its own kernel (the ``tta::<op>`` eager impl, see ops.py).
+
+On CUDA inputs, run the first kernel spec whose DSL is installed through its launch function,
+exactly as the user wrote it (the DSL's own JIT and launcher). Anything else (CPU tensors, no
+DSL, scalar inputs) returns None and the caller runs the region body instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..plugin import _BACKEND_MODULES
+
+
+def _installed(backend: str) -> bool:
+    module = _BACKEND_MODULES.get(backend)
+    try:
+        return module is not None and importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _output_shapes(plugin, inputs: Sequence[torch.Tensor], body: Callable | None) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
+    if plugin.meta_impl is not None:
+        outs = plugin.meta_impl(*inputs)  # meta_impls return empty tensors: cheap on real inputs
+    elif body is not None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            outs = body(*[mode.from_tensor(t) for t in inputs])
+    else:
+        return None
+    outs = outs if isinstance(outs, (list, tuple)) else (outs,)
+    return [(tuple(int(d) for d in o.shape), o.dtype) for o in outs]
+
+
+def launch(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple[torch.Tensor, ...] | None:
+    """Run the plugin's kernel on ``inputs``; None when it cannot run here (the caller falls
+    back to the region body). Never runs on CPU tensors."""
+    if not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
+        return None  # launch functions take tensors only
+    if any(t.device.type != "cuda" for t in inputs) or len({t.device for t in inputs}) != 1:
+        return None
+    spec = next((s for s in plugin.kernels if _installed(s.backend)), None)
+    if spec is None:
+        return None
+    shapes = _output_shapes(plugin, inputs, body)
+    if shapes is None:
+        return None
+    device = inputs[0].device
+    # Kernels read and write dense buffers (what TensorRT hands them).
+    args = [t.contiguous() for t in inputs]
+    outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in shapes]
+    with torch.cuda.device(device):
+        for config in spec.config_dicts():
+            try:
+                spec.launch_fn(*args, *outs, **config)
+            except AssertionError:
+                # The launch function refuses these sizes for this config (e.g. a row longer
+                # than BLOCK); the next config may take them.
+                continue
+            return tuple(outs)
+    return None

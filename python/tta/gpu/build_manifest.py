@@ -1,0 +1,59 @@
+"""``python -m tta.gpu.build_manifest OUT.json [--sm 90] [--max-ptx 90] [--backends triton,cutile]``
+
+Compile every example kernel (``tta.examples.kernels``: each backend whose DSL is installed),
+every config, for each of its dtypes, for one SM, and write a manifest (``aot/base.py``) that the
+GPU conformance runner reads. Runs on a CPU-only machine. Each kernel carries the example's name
+and the concrete sizes to test it at (``TEST_SHAPES``: several sizes per compile, since dims are
+dynamic), keeping only sizes that satisfy the guards it was compiled under.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..aot.base import guards_hold, symbol_values, write_manifest
+from ..aot.compile import compile_specs
+from ..errors import TTAError
+from ..examples.kernels import examples
+
+
+def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, cache=None, progress=None) -> dict:
+    kernels, failures = [], []
+    t0 = time.perf_counter()
+    for ex in examples(tuple(backends) if backends else None):
+        for dtype in ex.dtypes:
+            try:
+                compiled = compile_specs([ex.spec()], ex.input_metas(dtype), ex.meta, sm=sm, max_ptx=max_ptx, cache=cache, progress=progress)
+            except (TTAError, OSError) as e:
+                failures.append({"example": ex.name, "dtype": str(dtype), "error": str(e)})
+                print(f"tta: {ex.name} {dtype}: {e}", file=sys.stderr)
+                continue
+            for k in compiled:
+                shapes = []
+                for shape in ex.test_shapes:
+                    ins = ex.make_inputs(shape, dtype, "meta")
+                    if guards_hold(k.meta.get("guards", []), symbol_values([t.shape for t in ins])):
+                        shapes.append(list(shape))
+                k.meta.update({"example": ex.name, "dtype": str(dtype).removeprefix("torch."), "test_shapes": shapes})
+                kernels.append(k)
+    info = {"sm": sm, "max_ptx": max_ptx, "failures": failures, "seconds": round(time.perf_counter() - t0, 2)}
+    write_manifest(out, kernels, **info)
+    return {"kernels": len(kernels), **info}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tta.gpu.build_manifest", description=__doc__.split("\n\n")[1])
+    p.add_argument("out")
+    p.add_argument("--sm", type=int, default=90)
+    p.add_argument("--max-ptx", type=int, default=90, help="newest PTX ISA the target driver JITs (90 = 9.0, CUDA 13.0)")
+    p.add_argument("--backends", default=None, help="comma-separated subset of triton,cutile,cutedsl")
+    args = p.parse_args(argv)
+    summary = build(args.out, args.sm, args.max_ptx, args.backends.split(",") if args.backends else None)
+    print(f"tta: wrote {summary['kernels']} kernels to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures")
+    return 1 if summary["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""compile.py: dispatch by backend, parallel compiles equal serial ones, progress on stderr,
+and compile_plugin's output-shape sources."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tta.aot import compile as C
+from tta.aot.record import TensorMeta
+from tta.errors import PluginError
+from tta.examples.kernels import by_name
+
+
+def _tasks():
+    out = []
+    for name in ("triton_add_relu", "triton_softmax"):
+        ex = by_name(name)
+        for cfg in ex.spec().config_dicts():
+            out.append(C.Task(ex.spec(), cfg, ex.input_metas(torch.float16), ex.meta, 90, 90, {}))
+    return out
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_parallel_compile_equals_serial(pool, capsys):
+    tasks = _tasks()
+    serial = C.run_tasks(tasks, pool="serial", progress=False)
+    parallel = C.run_tasks(tasks, jobs=2, pool=pool, progress=True)
+    assert [k.code for k in parallel] == [k.code for k in serial]
+    assert parallel == serial
+    err = capsys.readouterr().err
+    assert err.count("tta: compiled") == len(tasks) and f"{len(tasks)}/{len(tasks)}" in err
+
+
+def test_errors_in_worker_processes_reach_the_caller():
+    ex = by_name("triton_softmax")
+    bad = C.Task(ex.spec(), {"BLOCK": 1024}, [TensorMeta.dynamic(torch.float16, 2)], lambda x: x.new_empty(x.shape), 90, 90, {"nonsense": 1})
+    with pytest.raises(PluginError, match="unknown Triton compile options"):
+        C.run_tasks([bad, bad], jobs=2, pool="process", progress=False)
+
+
+def test_unknown_backend():
+    with pytest.raises(PluginError, match="unknown kernel backend"):
+        C.backend_module("cuda_c")
+
+
+def test_compile_plugin_uses_meta_impl_or_output_metas():
+    ex = by_name("triton_add_relu")
+    plugin = ex.plugin()
+    metas = ex.input_metas(torch.float32)
+    ks = C.compile_plugin(plugin, metas, cache=False, progress=False)
+    assert [k.output_shapes for k in ks] == [(("i0_0", "i0_1"),)] * 2
+    # Explicit output metas (as the TensorRT adapter has them from the graph) give the same kernels.
+    ks2 = C.compile_plugin(plugin, metas, output_metas=[TensorMeta.make(torch.float32, ("i0_0", "i0_1"))], cache=False, progress=False)
+    assert [k.code for k in ks2] == [k.code for k in ks]
+    import tta
+
+    no_meta = tta.custom_plugin(kernel=[ex.spec()], name="no_meta")
+    with pytest.raises(PluginError, match="meta_impl or pass output_metas"):
+        C.compile_plugin(no_meta, metas, cache=False)
+
+
+def test_conformance_runner_plumbing_without_a_gpu(tmp_path):
+    """The isolated runner (one child process per backend, rows streamed back) reports every
+    case of the manifest; on a machine without a GPU each one is an error saying why."""
+    from tta.aot.base import write_manifest
+    from tta.gpu import conformance
+
+    ex = by_name("triton_softmax")
+    ks = C.compile_specs([ex.spec()], ex.input_metas(torch.float32), ex.meta, cache=False, progress=False)
+    for k in ks:
+        k.meta.update(example=ex.name, dtype="float32", test_shapes=[[3, 5], [4, 7]])
+    write_manifest(str(tmp_path / "m.json"), ks)
+    rows = conformance.run_isolated(str(tmp_path / "m.json"), timeout=300)
+    names = ["triton_softmax[BLOCK=1024]", "triton_softmax[BLOCK=2048,num_warps=8]"]
+    if torch.cuda.is_available():
+        assert [r.kernel for r in rows] == [names[0]] * 2 + [names[1]] * 2
+        assert all(r.status == "pass" for r in rows)
+    else:  # loading fails once per kernel, and the row says why
+        assert [r.kernel for r in rows] == names
+        assert all(r.status == "error" and r.note for r in rows)
+    md = conformance.markdown(rows)
+    assert md.count("\n") == len(rows) + 2

@@ -1,0 +1,185 @@
+"""cuTile AOT compile for sm_90 of every cuTile example kernel and dtype (CPU only: tileiras needs
+no GPU), with the TensorRT QDP ABI checked on the real CUBIN: the PTX tileiras embedded in it and
+the parameter layout ptxas recorded. Needs cuda-tile and a tileiras >= 13.3 (see
+tta/aot/cuda_tools.py); without them these tests fail, they do not skip."""
+
+from __future__ import annotations
+
+import json
+
+import cuda.tile  # noqa: F401  (fail loudly when cuTile is missing)
+import pytest
+import torch
+
+import cutile_cases as cases
+import tta.specs as specs
+from tta import _core
+from tta.aot import cutile, ptxabi
+from tta.aot.base import symbol_values
+from tta.aot.record import TensorMeta
+from tta.errors import PluginError
+from tta.examples.kernels import by_name, examples
+
+EXAMPLES = examples(("cutile",))
+CASES = [(ex.name, dt) for ex in EXAMPLES for dt in ex.dtypes]
+IDS = [f"{n}-{str(d)[6:]}" for n, d in CASES]
+
+
+def test_every_example_is_covered():
+    assert {ex.name for ex in EXAMPLES} == {"cutile_add_relu", "cutile_rmsnorm"}
+    for ex in EXAMPLES:
+        assert set(ex.dtypes) == {torch.float32, torch.float16, torch.bfloat16}
+        assert len(ex.test_shapes) >= 3
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    out = {}
+    for ex in EXAMPLES:
+        for dt in ex.dtypes:
+            out[(ex.name, dt)] = [
+                cutile.compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()
+            ]
+    return out
+
+
+def _eval(expr: str, env: dict) -> int:
+    return _core.eval_expr(expr, json.dumps(env))
+
+
+@pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+def test_qdp_abi_on_real_cubin(compiled, name, dtype):
+    ex = by_name(name)
+    n_in = len(ex.input_metas(dtype))
+    for k in compiled[(name, dtype)]:
+        assert k.backend == "cutile" and k.code_format == "cubin" and k.code[:4] == b"\x7fELF"
+        assert k.sm == 90 and k.block == (1, 1, 1) and k.shared_mem == 0
+        # The PTX the CUBIN was built from: a tile kernel (.language 7) for sm_90, ISA 9.4.
+        ptx = _core.ptx_from_cubin(k.code)
+        module = ptxabi.parse(ptx)
+        assert k.ptx_version == module["version"] == "9.4"
+        assert module["target"][0].startswith("sm_90")
+        entry = ptxabi.entry(ptx, k.entry)
+        assert entry["language"] == 7 and entry["reqntid"] == k.meta["reqntid"]
+        kinds = [(p["ty"], p["ptr"] is not None, p["hidden"]) for p in entry["params"]]
+        n_x = len(k.extras)
+        assert kinds == [(".u64", True, False)] * n_in + [(".u32", False, False)] * n_x + [(".u64", True, False)]
+        # What ptxas laid out in the CUBIN: 8-byte pointers around 4-byte int32 extras.
+        layout = sorted(json.loads(_core.ptx_cubin_params(k.code, k.entry)), key=lambda p: p["ordinal"])
+        assert [p["size"] for p in layout] == [8] * n_in + [4] * n_x + [8]
+        assert [p["offset"] for p in layout] == sorted(p["offset"] for p in layout)
+        assert k.input_dtypes == (str(dtype)[6:],) * n_in and k.output_dtypes == (str(dtype)[6:],)
+        assert "CUBIN acceptance is unverified" in k.meta["note"]
+
+
+@pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+def test_extras_and_grid_match_a_concrete_launch(compiled, name, dtype):
+    """Run the launch function on real (CPU) tensors of each test size with ct.launch
+    intercepted, and compare what cuTile would have been given with the compiled expressions."""
+    ex = by_name(name)
+    for k in compiled[(name, dtype)]:
+        for shape in ex.test_shapes:
+            ins = ex.make_inputs(shape, dtype, "cpu")
+            env = symbol_values([t.shape for t in ins])
+            if not all(_eval_guard(g, env) for g in k.meta["guards"]):
+                continue
+            outs = [ex.meta(*ins)]
+            launches = []
+            with cutile.intercept(launches.append):
+                ex.launch_fn(*ins, *outs, **dict(k.config))
+            (launch,) = launches
+            assert tuple(_eval(g, env) for g in k.grid) == tuple(launch.grid) + (1,) * (3 - len(launch.grid))
+            ports = {"input": ins, "output": outs}
+            for param, arg in zip(k.meta["params"], launch.args):
+                if param["kind"] != "array":
+                    assert param["kind"] == "constant" and param["value"] == arg
+                    continue
+                t = ports[param["port"][0]][param["port"][1]]
+                assert arg.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+                value = lambda tok: _eval(k.extras[int(tok[1:])], env) if tok.startswith("e") else int(tok)  # noqa: E731
+                assert tuple(map(value, param["shape"])) == tuple(arg.shape)
+                assert tuple(map(value, param["strides"])) == arg.stride()
+
+
+def _eval_guard(g: str, env: dict) -> bool:
+    from tta.aot.base import guards_hold
+
+    return guards_hold([g], env)
+
+
+def test_expressions_render_for_tensorrt(compiled):
+    # ct.cdiv(n, TILE) is -((-n) // TILE): it must reach TensorRT as trtp.cdiv, without unary minus.
+    k = compiled[("cutile_add_relu", torch.float16)][0]
+    assert k.grid[0] == "CeilDiv(i0_0*i0_1, 1024)"
+    for kernels in compiled.values():
+        for k in kernels:
+            for e in (*k.grid, *k.extras):
+                if not e.isdigit():  # constants go to TensorRT as ints
+                    _core.trtp_expr(e, "{}")
+
+
+def test_entry_rebuilds_the_native_arrays(compiled):
+    k = compiled[("cutile_rmsnorm", torch.bfloat16)][0]
+    # x is viewed as [rows, n], w is [n]; the unit strides and eps/TILE_N are compiled in.
+    assert k.extras == ("i0_0*i0_1", "i0_2", "i1_0")
+    assert k.grid == ("i0_0*i0_1", "1", "1")
+    assert k.meta["guards"] == ["i0_2 <= 1024"]
+    src = k.meta["entry_source"]
+    assert "from_foreign(in0.foreign_pointer, (e0, e1,), (e1, 1,))" in src
+    assert "from_foreign(in1.foreign_pointer, (e2,), (1,))" in src
+    assert "from_foreign(out0.foreign_pointer, (e0, e1,), (e1, 1,))" in src
+    consts = [p["value"] for p in k.meta["params"] if p["kind"] == "constant"]
+    assert consts == [1e-6, 1024]
+    assert set(k.meta["sources"]) == {"tta.examples.kernels.cutile_kernels:rmsnorm_kernel"}
+
+
+def _compile(fn, n_inputs=1, config=None, **options):
+    spec = specs.cutile(fn, configs=[config or {}])
+    metas = [TensorMeta.dynamic("float32", 2) for _ in range(n_inputs)]
+    return cutile.compile_spec(spec, config or {}, metas, lambda x, *_: x.new_empty(x.shape), 90, 90, **options)
+
+
+def test_an_input_the_kernel_ignores_still_gets_its_pointer():
+    k = _compile(cases.launch_copy_ignoring_y, n_inputs=2)
+    entry = ptxabi.entry(_core.ptx_from_cubin(k.code), k.entry)
+    assert [p["ty"] for p in entry["params"]] == [".u64", ".u64", ".u32", ".u64"]
+    assert k.extras == ("i0_0*i0_1",)
+
+
+def test_runtime_int_is_an_extra_and_float_is_compiled_in():
+    k = _compile(cases.launch_scale)
+    # n, x.view(-1).shape and out.view(-1).shape are one expression: one extra.
+    assert k.extras == ("i0_0*i0_1",)
+    by_name_ = {p["name"]: p for p in k.meta["params"]}
+    assert by_name_["n"] == {**by_name_["n"], "kind": "extra", "value": "e0"}
+    assert by_name_["s"]["kind"] == "constant" and by_name_["s"]["value"] == 0.5
+    assert _eval(k.grid[0], {"i0_0": 3, "i0_1": 100}) == 2
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (cases.launch_float_from_shapes, "computed from shapes that is not an int"),
+        (cases.launch_shape_to_constant, "ct.Constant parameter 'TILE' gets i0_0"),
+        (cases.launch_scratch, "neither an input nor an output"),
+        (cases.launch_twice, "launched 2 kernels"),
+        (cases.launch_offset_view, "at another offset"),
+    ],
+)
+def test_refuses_what_tensorrt_cannot_launch(fn, message):
+    with pytest.raises(PluginError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _compile(fn)
+
+
+def test_refuses_hidden_tma_parameters():
+    # Assuming 16-byte aligned buffers lets tileiras load the weight with TMA, whose tensor-map
+    # descriptor is a hidden kernel parameter TensorRT does not pass.
+    ex = by_name("cutile_rmsnorm")
+    with pytest.raises(PluginError, match=r"hidden parameter\(s\) \(\.b8\[128\]: TMA"):
+        cutile.compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 90, pointer_divisibility=16)
+
+
+def test_toolchain_names_a_tileiras_for_sm90():
+    info = cutile.toolchain()
+    major, minor = map(int, info["tileiras"].split("."))
+    assert (major, minor) >= (13, 3), info

@@ -1,0 +1,170 @@
+"""The content-addressed compile cache: hits and misses, what the key covers, corruption, and
+concurrent writers in several processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import warnings
+
+import pytest
+import torch
+
+from tta.aot import compile as C
+from tta.cache import Cache, CacheWarning, digest
+from tta.examples.kernels import by_name
+
+
+def test_put_get_roundtrip_and_miss(tmp_path):
+    c = Cache(tmp_path)
+    key = digest({"a": 1})
+    assert c.get(key) is None and c.misses == 1
+    c.put(key, {"x": [1, 2, 3]})
+    assert Cache(tmp_path).get(key) == {"x": [1, 2, 3]}
+    assert digest({"a": 1, "b": 2}) == digest({"b": 2, "a": 1}) != digest({"a": 1, "b": 3})
+
+
+def test_default_dir_follows_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path / "here"))
+    assert Cache().root == tmp_path / "here"
+    monkeypatch.delenv("TTA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert Cache().root == tmp_path / "xdg" / "tta"
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "key", "garbage"])
+def test_corrupt_entries_are_detected_warned_and_removed(tmp_path, damage):
+    c = Cache(tmp_path)
+    key = digest("k")
+    p = c.put(key, {"payload": "x" * 100})
+    data = bytearray(p.read_bytes())
+    if damage == "flip":
+        data[-10] ^= 0x01
+    elif damage == "truncate":
+        data = data[:-5]
+    elif damage == "key":
+        data = data.replace(key.encode(), digest("other").encode())
+    else:
+        data = bytearray(b"not a cache entry")
+    p.write_bytes(bytes(data))
+    with pytest.warns(CacheWarning, match="corrupt entry"):
+        assert c.get(key) is None
+    assert c.corrupt == 1 and not p.exists()
+
+
+def _writer(root, worker, rounds):
+    c = Cache(root)
+    shared = digest("shared")
+    bad = 0
+    for i in range(rounds):
+        c.put(shared, {"worker": worker, "i": i, "blob": "y" * 20000})
+        c.put(digest(f"own-{worker}-{i % 3}"), {"worker": worker, "i": i})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CacheWarning)
+            try:
+                got = c.get(shared)
+            except CacheWarning:
+                bad += 1
+                continue
+        if got is None or got["blob"] != "y" * 20000:
+            bad += 1
+    return bad
+
+
+def test_concurrent_writers_never_expose_partial_entries(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(4) as pool:
+        bad = pool.starmap(_writer, [(str(tmp_path), w, 60) for w in range(4)])
+    assert bad == [0, 0, 0, 0]
+    c = Cache(tmp_path)
+    assert c.get(digest("shared"))["blob"] == "y" * 20000
+    assert all(c.get(digest(f"own-{w}-{i}")) is not None for w in range(4) for i in range(3))
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".entry")]
+    assert leftovers == []  # temporary files are renamed or removed
+
+
+def _metas(ex, dt=torch.float16):
+    return ex.input_metas(dt)
+
+
+def test_compile_specs_hits_the_cache_and_keys_cover_inputs(tmp_path, monkeypatch):
+    ex = by_name("triton_softmax")
+    cache = Cache(tmp_path)
+    first = C.compile_specs([ex.spec()], _metas(ex), ex.meta, cache=cache, progress=False)
+    assert cache.misses == 2 and cache.hits == 0
+
+    def no_compile(*a, **k):
+        if a[0]:
+            raise AssertionError("compiled although cached")
+        return []
+
+    monkeypatch.setattr(C, "run_tasks", no_compile)
+    again = C.compile_specs([ex.spec()], _metas(ex), ex.meta, cache=Cache(tmp_path), progress=False)
+    assert again == first
+
+    # Each of these changes the key, so it must compile (and no_compile raises).
+    for change in [
+        dict(input_metas=_metas(ex, torch.float32)),
+        dict(sm=89),
+        dict(max_ptx=87),
+        dict(pointer_divisibility=16),
+    ]:
+        kw = dict(input_metas=_metas(ex), output_metas=ex.meta, cache=Cache(tmp_path), progress=False)
+        kw.update(change)
+        with pytest.raises(AssertionError, match="compiled although cached"):
+            C.compile_specs([ex.spec()], **kw)
+    from tta.specs import triton as triton_spec
+
+    with pytest.raises(AssertionError, match="compiled although cached"):
+        C.compile_specs([triton_spec(ex.launch_fn, [{"BLOCK": 4096}])], _metas(ex), ex.meta, cache=Cache(tmp_path), progress=False)
+
+
+def test_stale_kernel_source_is_recompiled(tmp_path, monkeypatch):
+    ex = by_name("triton_add_relu")
+    cache = Cache(tmp_path)
+    from tta.specs import triton as triton_spec
+
+    (k,) = C.compile_specs([triton_spec(ex.launch_fn, [ex.configs[0]])], _metas(ex), ex.meta, cache=cache, progress=False)
+    assert list(k.meta["sources"]) == ["tta.examples.kernels.add_relu:add_relu_kernel"]
+    assert C._sources_current(k)
+    k.meta["sources"] = {"tta.examples.kernels.add_relu:add_relu_kernel": "0" * 64}
+    assert not C._sources_current(k)
+    k.meta["sources"] = {"tta.examples.kernels.add_relu:gone": "0" * 64}
+    assert not C._sources_current(k)
+
+
+def test_corrupt_compiled_entry_is_rebuilt(tmp_path):
+    ex = by_name("triton_softmax")
+    first = C.compile_specs([ex.spec()], _metas(ex), ex.meta, cache=Cache(tmp_path), progress=False)
+    entries = sorted(tmp_path.rglob("*.entry"))
+    assert len(entries) == 2
+    data = bytearray(entries[0].read_bytes())
+    data[len(data) // 2] ^= 0x20
+    entries[0].write_bytes(bytes(data))
+    c = Cache(tmp_path)
+    with pytest.warns(CacheWarning):
+        again = C.compile_specs([ex.spec()], _metas(ex), ex.meta, cache=c, progress=False)
+    assert again == first and c.corrupt == 1 and c.hits == 1
+    assert all(Cache(tmp_path).get(p.stem) is not None for p in tmp_path.rglob("*.entry"))
+
+
+def test_cached_rebuild_is_fast(tmp_path):
+    """Not the benchmark (python -m tta.aot.bench_compile), a sanity bound: a hit costs
+    milliseconds, far below any compile."""
+    import time
+
+    ex = by_name("triton_add_relu")
+    metas = _metas(ex)
+    C.compile_specs([ex.spec()], metas, ex.meta, cache=Cache(tmp_path), progress=False)
+    t = time.perf_counter()
+    for _ in range(10):
+        C.compile_specs([ex.spec()], metas, ex.meta, cache=Cache(tmp_path), progress=False)
+    assert (time.perf_counter() - t) / 10 < 0.05
+
+
+def test_default_cache_dir_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path))
+    ex = by_name("triton_softmax")
+    C.compile_specs([ex.spec()], _metas(ex), ex.meta, progress=False)
+    assert len(list(tmp_path.rglob("*.entry"))) == 2
+    assert os.path.isdir(tmp_path / "v1")
