@@ -116,9 +116,11 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     i = whole.index(min(whole))
     st = stages[i]
     whole_s = whole[i]
+    codegen_s = st["recompile_s"]
+    no_codegen_s = whole_s - codegen_s
     print(
-        f"  whole tta.rewrite: {whole_s * 1e3:.0f} ms (serialize {st['serialize_s'] * 1e3:.0f}, pass {st['pass_s'] * 1e3:.0f}, "
-        f"apply {st['apply_s'] * 1e3:.0f}, check {st['check_s'] * 1e3:.0f})"
+        f"  whole tta.rewrite: {whole_s * 1e3:.0f} ms = serialize {st['serialize_s'] * 1e3:.0f} + pass {st['pass_s'] * 1e3:.0f} "
+        f"+ apply {st['apply_s'] * 1e3:.0f} + check {st['check_s'] * 1e3:.0f} + fx codegen of the edited module {codegen_s * 1e3:.0f}"
     )
 
     if skip_fx:
@@ -127,28 +129,39 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     t0 = time.perf_counter()
     fuse_by_partitions(g3, [dict.fromkeys(p) for p in parts])
     fx_s = time.perf_counter() - t0
-    print(f"  torch.fx fuse_by_partitions: {fx_s * 1e3:.0f} ms")
+    t0 = time.perf_counter()
+    g3.recompile()
+    fx_codegen_s = time.perf_counter() - t0
+    print(f"  torch.fx fuse_by_partitions: {fx_s * 1e3:.0f} ms (+ {fx_codegen_s * 1e3:.0f} ms fx codegen, which it leaves to the caller)")
     print(f"  speedup, Rust pass alone: {fx_s / rust_s:.0f}x (target >= 100x)")
-    print(f"  speedup, whole rewrite:   {fx_s / whole_s:.1f}x (target >= 20x)")
+    print(f"  speedup, whole rewrite, both without fx codegen: {fx_s / no_codegen_s:.1f}x (target >= 20x)")
+    print(f"  speedup, whole rewrite, both with fx codegen:    {(fx_s + fx_codegen_s) / whole_s:.1f}x")
 
 
 def bench_fixtures() -> None:
     import models
 
-    print("fixture models: whole rewrite vs torch.export")
+    print("fixture models: tta.rewrite time vs torch.export + run_decompositions (median of 5)")
+    print("  (tta's own work = serialize + pass + apply + check; torch's = copying the graph and")
+    print("   building the returned ExportedProgram, whose GraphModule codegen dominates)")
     for name in ["residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output"]:
         model = models.build(name)
         inputs = models.example_inputs(name)
-        exports, rewrites = [], []
-        for _ in range(3):
+        exports, rewrites, own = [], [], []
+        for _ in range(5):
             t0 = time.perf_counter()
             ep = torch.export.export(model, inputs, dynamic_shapes=models.dynamic_shapes(name)).run_decompositions()
             exports.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            tta.rewrite(ep)
+            res = tta.rewrite(ep)
             rewrites.append(time.perf_counter() - t0)
-        e, r = statistics.median(exports), statistics.median(rewrites)
-        print(f"  {name:20s} export {e * 1e3:7.1f} ms  rewrite {r * 1e3:6.2f} ms  = {100 * r / e:.2f}% (target < 1%)")
+            t = res.timings
+            own.append(t["serialize_s"] + t["selectors_s"] + t["pass_s"] + t["apply_s"] + t["check_s"])
+        e, r, o = statistics.median(exports), statistics.median(rewrites), statistics.median(own)
+        print(
+            f"  {name:20s} export {e * 1e3:7.1f} ms  rewrite {r * 1e3:5.2f} ms = {100 * r / e:.2f}%"
+            f"   of which tta's own {o * 1e3:5.2f} ms = {100 * o / e:.2f}% (target < 1%)"
+        )
 
 
 def main() -> None:

@@ -113,11 +113,12 @@ pub fn analyze_selected(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analy
 /// `select` runs on the verified graph, its name -> position index and the dataflow view.
 fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&str, usize>, &Dag) -> Result<Selection>) -> Result<Analysis> {
     let t = Instant::now();
-    let index = graph::verify::verify(&g)?;
+    let verified = graph::verify::verify(&g)?;
     let verify_ms = ms(t);
 
     let t = Instant::now();
-    let dag = Dag::build(&g, &index);
+    let index = verified.index;
+    let dag = Dag::from_inputs(verified.inputs);
     let mut regions = collect::from_annotations(&g);
     let ts = Instant::now();
     let selection = select(&g, &index, &dag)?;
@@ -180,22 +181,23 @@ impl Analysis {
     }
 
     /// Step 2. `meta` maps region ids to what their impl's `meta_impl` returned, when it has one.
-    pub fn outline(&self, meta: &HashMap<String, MetaResult>) -> Result<Outcome> {
+    /// Consumes the analysis: the graph's untouched nodes move into the rewritten graph.
+    pub fn outline(self, meta: &HashMap<String, MetaResult>) -> Result<Outcome> {
         for id in meta.keys() {
             if !self.regions.iter().any(|r| &r.id == id) {
                 return Err(Error::new(ErrorKind::Input, format!("meta outputs given for unknown region `{id}`")));
             }
         }
         let t = Instant::now();
-        let g = &self.graph;
+        let Analysis { graph, impls, regions, verdicts, timings } = self;
+        let g = &graph;
         // Signature checks and naming, per region, in parallel.
-        let decided: Vec<std::result::Result<String, String>> = self
-            .regions
+        let decided: Vec<std::result::Result<String, String>> = regions
             .par_iter()
-            .zip(&self.verdicts)
+            .zip(&verdicts)
             .map(|(region, verdict)| {
                 let b = verdict.as_ref().map_err(Clone::clone)?;
-                let decl = &self.impls[&region.impl_key];
+                let decl = &impls[&region.impl_key];
                 let m = meta.get(&region.id).map(|m| match m {
                     MetaResult::Ok(v) => Ok(v.clone()),
                     MetaResult::Error(e) => Err(e.clone()),
@@ -205,23 +207,9 @@ impl Analysis {
             })
             .collect();
 
-        let accepted: Vec<Accepted> = self
-            .regions
+        let mut report: Vec<RegionReport> = regions
             .iter()
-            .zip(&self.verdicts)
-            .zip(&decided)
-            .filter_map(|((region, verdict), d)| match (verdict, d) {
-                (Ok(boundary), Ok(op)) => Some(Accepted { region, boundary, op: op.clone() }),
-                _ => None,
-            })
-            .collect();
-        let out = outline::outline(g, &accepted);
-
-        let node_of: HashMap<&str, &str> = out.edits.iter().map(|e| (e.region.as_str(), e.node.as_str())).collect();
-        let report = self
-            .regions
-            .iter()
-            .zip(&self.verdicts)
+            .zip(&verdicts)
             .zip(&decided)
             .map(|((region, verdict), d)| {
                 let (inputs, outputs) = match verdict {
@@ -240,14 +228,29 @@ impl Analysis {
                     status,
                     reason,
                     op,
-                    node: node_of.get(region.id.as_str()).map(|s| s.to_string()),
+                    node: None,
                     nodes: region.members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
                     inputs,
                     outputs,
                 }
             })
             .collect();
-        let timings = Timings { outline_ms: ms(t), ..self.timings.clone() };
+
+        let accepted: Vec<Accepted> = regions
+            .iter()
+            .zip(&verdicts)
+            .zip(&decided)
+            .filter_map(|((region, verdict), d)| match (verdict, d) {
+                (Ok(boundary), Ok(op)) => Some(Accepted { region, boundary, op: op.clone() }),
+                _ => None,
+            })
+            .collect();
+        let out = outline::outline(graph, &accepted);
+        let node_of: HashMap<&str, &str> = out.edits.iter().map(|e| (e.region.as_str(), e.node.as_str())).collect();
+        for r in &mut report {
+            r.node = node_of.get(r.id.as_str()).map(|s| s.to_string());
+        }
+        let timings = Timings { outline_ms: ms(t), ..timings };
         Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, timings })
     }
 }

@@ -7,6 +7,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 create_exception!(_core, CoreError, PyException, "An error from tta's Rust core: args = (kind, message, node, source).");
 
@@ -29,25 +30,39 @@ fn json<T: serde::Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string(v).expect("serializable")
 }
 
+/// Step 1's result. `outline` consumes it (the rewritten graph takes over its nodes), so the
+/// analysis sits behind a lock and is gone after the first `outline`.
 #[pyclass(name = "Analysis", module = "tta._core", frozen)]
-struct PyAnalysis(Analysis);
+struct PyAnalysis(Mutex<Option<Analysis>>);
+
+impl PyAnalysis {
+    fn with<T>(&self, f: impl FnOnce(&Analysis) -> T) -> PyResult<T> {
+        let guard = self.0.lock().expect("analysis lock");
+        guard.as_ref().map(f).ok_or_else(consumed)
+    }
+}
+
+fn consumed() -> PyErr {
+    to_py(Error::new(ErrorKind::Input, "this analysis was already outlined; analyze the graph again"))
+}
 
 #[pymethods]
 impl PyAnalysis {
     /// Regions with their boundaries, for running meta_impls: JSON list.
-    fn summary_json(&self) -> String {
-        json(&self.0.summary())
+    fn summary_json(&self) -> PyResult<String> {
+        self.with(|a| json(&a.summary()))
     }
 
     /// Regions with their member node names (and why one was refused): JSON list.
-    fn members_json(&self) -> String {
-        json(&self.0.members())
+    fn members_json(&self) -> PyResult<String> {
+        self.with(|a| json(&a.members()))
     }
 
     /// Step 2 of the pass; `meta_json` maps region ids to {"ok": [outputs]} or {"error": "..."}.
     fn outline(&self, py: Python<'_>, meta_json: &str) -> PyResult<PyOutcome> {
         let meta: HashMap<String, MetaResult> = serde_json::from_str(meta_json).map_err(|e| input_err("meta outputs", e))?;
-        py.detach(|| self.0.outline(&meta)).map(PyOutcome).map_err(to_py)
+        let analysis = self.0.lock().expect("analysis lock").take().ok_or_else(consumed)?;
+        py.detach(|| analysis.outline(&meta)).map(PyOutcome).map_err(to_py)
     }
 }
 
@@ -105,7 +120,7 @@ fn analyze(py: Python<'_>, graph_json: &str, impls_json: &str, selectors_json: O
         Some(sel) => pass::analyze_json_selected(graph_json, impls, sel),
         None => pass::analyze_json(graph_json, impls, Vec::new()),
     })
-    .map(PyAnalysis)
+    .map(|a| PyAnalysis(Mutex::new(Some(a))))
     .map_err(to_py)
 }
 

@@ -9,10 +9,12 @@ from .errors import AnnotationError, GraphError, PluginError, TTAError
 from .plugin import Plugin, custom_plugin
 from .rewrite import RegionReport, RewriteResult, rewrite
 from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
+from .specs import KernelSpec, cutedsl, cutile, triton
 
 __all__ = [
     "AnnotationError",
     "GraphError",
+    "KernelSpec",
     "ModuleSelector",
     "PatternSelector",
     "Plugin",
@@ -21,9 +23,12 @@ __all__ = [
     "RewriteResult",
     "TTAError",
     "custom_plugin",
+    "cutedsl",
+    "cutile",
     "find_regions",
     "lower_as",
     "lower_modules",
     "lower_pattern",
     "rewrite",
+    "triton",
 ]

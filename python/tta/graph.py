@@ -69,23 +69,42 @@ def first_user_frame(stack_trace: str | None, _cache: dict = {}) -> str | None:
     return hit
 
 
+_DTYPES: dict[torch.dtype, str] = {}
+# sympy's printer is slow and the same few expressions recur on every node of a dynamic graph.
+_EXPR_TEXT: dict[Any, int | str] = {}
+
+
 def _dtype(d: torch.dtype) -> str:
-    return str(d)[6:]  # "torch.float32" -> "float32"
+    name = _DTYPES.get(d)
+    if name is None:
+        name = _DTYPES[d] = str(d)[6:]  # "torch.float32" -> "float32"
+    return name
 
 
 def _dim(d) -> int | str:
-    if isinstance(d, int):
+    if type(d) is int:
         return d
     expr = d.node.expr
-    return int(expr) if expr.is_number else str(expr)
+    text = _EXPR_TEXT.get(expr)
+    if text is None:
+        text = _EXPR_TEXT[expr] = int(expr) if expr.is_number else str(expr)
+    return text
+
+
+def _dims(ds) -> list:
+    out = list(ds)
+    for i, d in enumerate(out):
+        if type(d) is not int:
+            out[i] = _dim(d)
+    return out
 
 
 def encode_value(v: Any) -> Any:
     """``node.meta["val"]`` -> JSON."""
     if isinstance(v, torch.Tensor):
-        out = {"dtype": _dtype(v.dtype), "shape": [_dim(d) for d in v.shape]}
+        out = {"dtype": _dtype(v.dtype), "shape": _dims(v.shape)}
         if v.layout == torch.strided:
-            out["stride"] = [_dim(s) for s in v.stride()]
+            out["stride"] = _dims(v.stride())
         return out
     if v is None or isinstance(v, (bool, str)):
         return v if not isinstance(v, str) else {"opaque": v}
@@ -165,6 +184,10 @@ class NoGC:
             gc.enable()
 
 
+# Per-target facts never change; shared by every serializer in the process.
+_TARGET_INFOS: dict[Any, "_TargetInfo"] = {}
+
+
 class Serializer:
     """fx graph -> graph JSON, remembering each node's encoding together with the objects it
     was made from (``args``, ``kwargs``, ``meta["val"]``). fx replaces those objects whenever a
@@ -172,7 +195,7 @@ class Serializer:
     changed, and the pass checks that delta instead of a second full serialization."""
 
     def __init__(self) -> None:
-        self._infos: dict[Any, _TargetInfo] = {}
+        self._infos = _TARGET_INFOS
         self._stacks: dict[int, tuple[dict, list]] = {}
         self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, dict]] = {}
         self.regions: dict[str, dict] = {}
@@ -260,4 +283,4 @@ def graph_to_dict(graph: torch.fx.Graph) -> dict:
 
 
 def to_json(graph: torch.fx.Graph) -> str:
-    return json.dumps(graph_to_dict(graph), separators=(",", ":"), allow_nan=False)
+    return json.dumps(graph_to_dict(graph), separators=(",", ":"), allow_nan=False, check_circular=False)

@@ -22,7 +22,7 @@ from torch.export import ExportedProgram
 from . import _core, graph, ops
 from . import selectors as _selectors
 from .annotate import TAG_PREFIX
-from .errors import GraphError, from_core
+from .errors import GraphError, PluginError, from_core
 from .plugin import declarations, lookup
 
 # Node meta copied from a region's first op onto the node replacing it; the serializer reads
@@ -70,25 +70,55 @@ class RewriteResult:
         head = f"tta: {len(self.outlined)} region(s) outlined, {len(self.refused)} refused\n"
         return head + self.report_text
 
+    def compile_kernels(self, sm: int = 90, max_ptx: int | None = 90, **options) -> dict[str, list]:
+        """Compile, ahead of time, the kernels of every outlined plugin op for its region's
+        signature: one ``CompiledKernel`` per (kernel spec, config), dims that are symbolic in
+        the graph stay dynamic. Returns op name -> kernels (ops whose plugin has no kernels are
+        left out)."""
+        from .aot.compile import compile_plugin
+        from .aot.record import TensorMeta
+
+        out: dict[str, list] = {}
+        for r in self.outlined:
+            plugin = lookup(r.impl)
+            if r.op in out or plugin is None or not plugin.kernels:
+                continue
+            if any(p["kind"] != "tensor" for p in r.inputs):
+                raise PluginError(f"{r.op}: a kernel plugin takes tensors only; region {r.id} also reads integers")
+            metas = [TensorMeta.make(p["dtype"], [int(d) if d.lstrip("-").isdigit() else None for d in p["shape"]]) for p in r.inputs]
+            outputs = plugin.meta_impl or ops.body_of(r.op)
+            out[r.op] = compile_plugin(plugin, metas, outputs, sm=sm, max_ptx=max_ptx, **options)
+        return out
+
 
 def _run_meta_impls(summary: list[dict], nodes: dict[str, torch.fx.Node]) -> dict:
-    out = {}
+    """Each region's ``meta_impl`` outputs on its fake inputs. Regions of one plugin with the
+    same input signature (a block called in a loop) give the same answer, so it is computed once
+    per (plugin, signature): the symbols are the graph's own, so equal text means equal shapes."""
+    out: dict[str, dict] = {}
+    seen: dict[tuple, dict] = {}
     for r in summary:
         plugin = lookup(r["impl"])
         if not r["valid"] or plugin is None or plugin.meta_impl is None:
             continue
-        vals = [nodes[p["name"]].meta.get("val") for p in r["inputs"]]
-        # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which
-        # compute shapes without any mode.
-        fake_mode = torch._guards.detect_fake_mode(vals)
-        try:
-            with fake_mode if fake_mode is not None else contextlib.nullcontext():
-                res = plugin.meta_impl(*vals)
-            res = list(res) if isinstance(res, (tuple, list)) else [res]
-            out[r["id"]] = {"ok": [{"dtype": str(t.dtype)[6:], "shape": [graph._dim(d) for d in t.shape]} for t in res]}
-        except Exception as e:  # the user's meta_impl: report, never crash the rewrite
-            out[r["id"]] = {"error": f"{type(e).__name__}: {e}"}
+        key = (r["impl"], json.dumps([{k: v for k, v in p.items() if k != "name"} for p in r["inputs"]]))
+        if key not in seen:
+            seen[key] = _meta_outputs(plugin, [nodes[p["name"]].meta.get("val") for p in r["inputs"]])
+        out[r["id"]] = seen[key]
     return out
+
+
+def _meta_outputs(plugin, vals: list) -> dict:
+    # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which compute
+    # shapes without any mode.
+    fake_mode = torch._guards.detect_fake_mode(vals)
+    try:
+        with fake_mode if fake_mode is not None else contextlib.nullcontext():
+            res = plugin.meta_impl(*vals)
+        res = list(res) if isinstance(res, (tuple, list)) else [res]
+        return {"ok": [{"dtype": graph._dtype(t.dtype), "shape": graph._dims(t.shape)} for t in res]}
+    except Exception as e:  # the user's meta_impl: report, never crash the rewrite
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
 def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: dict, summary: list[dict]) -> None:
@@ -205,7 +235,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     lap("copy")
     serializer = graph.Serializer()
     doc = serializer.graph_to_dict(g)
-    graph_json = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    graph_json = json.dumps(doc, separators=(",", ":"), allow_nan=False, check_circular=False)
     lap("serialize")
     selectors_json, selector_impls = _selectors.encode(selectors, g)
     impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | selector_impls)

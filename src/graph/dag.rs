@@ -2,9 +2,7 @@
 //! producer to consumer (one edge per distinct producer). Used for reachability (region
 //! convexity) and subgraph matching.
 
-use super::ir::Graph;
 use petgraph::graph::{DiGraph, NodeIndex};
-use std::collections::HashMap;
 
 pub struct Dag {
     pub graph: DiGraph<(), ()>,
@@ -15,26 +13,16 @@ pub struct Dag {
 }
 
 impl Dag {
-    /// Build from a graph whose references were verified (`index` maps names to positions).
-    pub fn build(g: &Graph, index: &HashMap<&str, usize>) -> Dag {
-        let n = g.nodes.len();
+    /// Build from each node's distinct producers (as `verify` resolves them).
+    pub fn from_inputs(inputs: Vec<Vec<usize>>) -> Dag {
+        let n = inputs.len();
         let mut graph = DiGraph::with_capacity(n, n * 2);
         for _ in 0..n {
             graph.add_node(());
         }
-        let mut inputs = vec![Vec::new(); n];
         let mut users = vec![Vec::new(); n];
-        for (i, node) in g.nodes.iter().enumerate() {
-            let ins: &mut Vec<usize> = &mut inputs[i];
-            node.args.iter().chain(node.kwargs.values()).for_each(|a| {
-                a.for_each_ref(&mut |r| {
-                    let j = index[r];
-                    if !ins.contains(&j) {
-                        ins.push(j);
-                    }
-                })
-            });
-            for &j in ins.iter() {
+        for (i, ins) in inputs.iter().enumerate() {
+            for &j in ins {
                 users[j].push(i);
                 graph.add_edge(NodeIndex::new(j), NodeIndex::new(i), ());
             }

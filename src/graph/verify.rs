@@ -21,8 +21,15 @@ fn err(node: &Node, message: impl Into<String>) -> Error {
     Error::at(ErrorKind::Verify, &node.name, node.source.as_deref(), message)
 }
 
-/// Check every invariant; return the name -> position index on success.
-pub fn verify(g: &Graph) -> Result<HashMap<&str, usize>> {
+/// What verification resolved on the way: the name -> position index, and each node's distinct
+/// producers in first-use order (the dataflow edges, so `Dag` needs no second lookup pass).
+pub struct Verified<'a> {
+    pub index: HashMap<&'a str, usize>,
+    pub inputs: Vec<Vec<usize>>,
+}
+
+/// Check every invariant.
+pub fn verify(g: &Graph) -> Result<Verified<'_>> {
     if g.format != FORMAT || g.version != VERSION {
         return Err(Error::new(
             ErrorKind::Parse,
@@ -30,6 +37,7 @@ pub fn verify(g: &Graph) -> Result<HashMap<&str, usize>> {
         ));
     }
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(g.nodes.len());
+    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(g.nodes.len());
     let mut outputs = 0;
     for (i, node) in g.nodes.iter().enumerate() {
         if node.name.is_empty() {
@@ -39,13 +47,22 @@ pub fn verify(g: &Graph) -> Result<HashMap<&str, usize>> {
             return Err(err(node, "the name is used by more than one node"));
         }
         let mut bad_ref = None;
+        let mut producers = Vec::new();
         node.args.iter().chain(node.kwargs.values()).for_each(|a| {
-            a.for_each_ref(&mut |r| {
-                if bad_ref.is_none() && index.get(r).is_none_or(|&j| j >= i) {
-                    bad_ref = Some(r.to_owned());
+            a.for_each_ref(&mut |r| match index.get(r) {
+                Some(&j) if j < i => {
+                    if !producers.contains(&j) {
+                        producers.push(j);
+                    }
+                }
+                _ => {
+                    if bad_ref.is_none() {
+                        bad_ref = Some(r.to_owned());
+                    }
                 }
             })
         });
+        inputs.push(producers);
         if let Some(r) = bad_ref {
             let why = if r == node.name { "refers to itself" } else { "is not defined before it is used" };
             return Err(err(node, format!("argument `{r}` {why}")));
@@ -66,7 +83,7 @@ pub fn verify(g: &Graph) -> Result<HashMap<&str, usize>> {
     if outputs != 1 {
         return Err(Error::new(ErrorKind::Verify, format!("a graph has exactly one output node, found {outputs}")));
     }
-    Ok(index)
+    Ok(Verified { index, inputs })
 }
 
 fn verify_value(node: &Node, v: &Value) -> Result<()> {

@@ -50,8 +50,11 @@ pub struct Outlined {
     pub changed: HashSet<String>,
 }
 
-pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
-    let existing: HashSet<&str> = g.nodes.iter().map(|n| n.name.as_str()).collect();
+/// Consumes the graph: untouched nodes move into the result instead of being copied (a 100k-node
+/// graph is mostly untouched).
+pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
+    // Every name minted here starts with `tta_`; only existing names like that can collide.
+    let existing: HashSet<&str> = g.nodes.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with("tta_")).collect();
     let mut minted: HashSet<String> = HashSet::new();
     // Next suffix to try per base: names are only ever added, so the smallest free suffix never
     // goes down, and thousands of regions sharing one base stay linear.
@@ -69,8 +72,10 @@ pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
     };
 
     let mut removed = vec![false; g.nodes.len()];
+    // Outside readers of region outputs: the only kept nodes whose arguments change.
+    let mut rewire = vec![false; g.nodes.len()];
     // Position of a region's last member -> the nodes that replace it.
-    let mut insert_at: HashMap<usize, Vec<Node>> = HashMap::new();
+    let mut insert_at: Vec<(usize, Vec<Node>)> = Vec::with_capacity(accepted.len());
     let mut rename: HashMap<String, String> = HashMap::new();
     let mut edits = Vec::with_capacity(accepted.len());
 
@@ -127,8 +132,11 @@ pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
         for &m in members {
             removed[m] = true;
         }
+        for &r in &a.boundary.readers {
+            rewire[r] = true;
+        }
         let last = *members.last().unwrap();
-        insert_at.insert(last, replacement);
+        insert_at.push((last, replacement));
         edits.push(Edit {
             region: a.region.id.clone(),
             op: a.op.clone(),
@@ -142,38 +150,61 @@ pub fn outline(g: &Graph, accepted: &[Accepted]) -> Outlined {
         });
     }
 
-    // Readers of a region output may be anywhere, including another region's new call.
-    let mut nodes = Vec::with_capacity(g.nodes.len());
-    for (i, node) in g.nodes.iter().enumerate() {
-        if let Some(new) = insert_at.remove(&i) {
-            nodes.extend(new);
-        }
-        if !removed[i] {
-            nodes.push(node.clone());
-        }
-    }
-    let mut changed: HashSet<String> = edits.iter().flat_map(|e| std::iter::once(e.node.clone()).chain(e.getitems.iter().cloned())).collect();
-    if !rename.is_empty() {
-        for n in &mut nodes {
-            let mut touched = false;
+    // Assemble in one pass, moving the untouched nodes. Readers of a region output may be
+    // anywhere, including another region's new call; the new node sits where the region's last
+    // member was, so the order stays valid unless a reader came before that (checked here, and
+    // only then is the whole graph re-sorted).
+    drop(existing);
+    insert_at.sort_unstable_by_key(|(pos, _)| *pos);
+    let extra: usize = insert_at.iter().map(|(_, new)| new.len()).sum();
+    let mut inserts = insert_at.into_iter().peekable();
+    let mut changed: HashSet<String> = HashSet::new();
+    let mut placed: HashMap<String, usize> = HashMap::new();
+    let mut in_order = true;
+    let Graph { format, version, nodes: old, regions } = g;
+    let mut nodes = Vec::with_capacity(old.len() + extra);
+    let mut place = |mut n: Node, is_new: bool, nodes: &mut Vec<Node>, placed: &mut HashMap<String, usize>| {
+        let mut touched = false;
+        if is_new || !rename.is_empty() {
             n.map_refs(&mut |r| {
-                let new = rename.get(r).cloned();
-                touched |= new.is_some();
-                new
+                let new = rename.get(r).cloned()?;
+                touched = true;
+                in_order &= placed.get(&new).is_some();
+                Some(new)
             });
-            if touched {
-                changed.insert(n.name.clone());
+        }
+        if touched || is_new {
+            changed.insert(n.name.clone());
+        }
+        if is_new {
+            placed.insert(n.name.clone(), nodes.len());
+        }
+        nodes.push(n);
+    };
+    for (i, node) in old.into_iter().enumerate() {
+        if inserts.peek().is_some_and(|(pos, _)| *pos == i) {
+            for n in inserts.next().unwrap().1 {
+                place(n, true, &mut nodes, &mut placed);
             }
         }
+        if removed[i] {
+            continue;
+        }
+        if rewire[i] {
+            place(node, false, &mut nodes, &mut placed);
+        } else {
+            nodes.push(node);
+        }
     }
+    drop(place);
 
-    let mut graph = Graph { format: g.format.clone(), version: g.version, nodes, regions: g.regions.clone() };
+    let mut graph = Graph { format, version, nodes, regions };
     // Declarations of regions that no longer tag any node (outlined ones) go away, as they do
     // when Python re-serializes the rewritten fx graph.
     let live: HashSet<&str> = graph.nodes.iter().flat_map(|n| n.regions.iter().map(String::as_str)).collect();
     let keep: Vec<String> = graph.regions.keys().filter(|k| live.contains(k.as_str())).cloned().collect();
     graph.regions.retain(|k, _| keep.contains(k));
 
-    let moves = order::legalize(&mut graph);
+    let moves = if in_order { Vec::new() } else { order::legalize(&mut graph) };
     Outlined { graph, edits, moves, changed }
 }

@@ -67,7 +67,11 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
             }
         }
     }
-    Ok(Boundary { inputs, outputs })
+    let mut readers: Vec<usize> =
+        region.members.iter().flat_map(|&m| dag.users[m].iter().copied()).filter(|&u| !inside(u)).collect();
+    readers.sort_unstable();
+    readers.dedup();
+    Ok(Boundary { inputs, outputs, readers })
 }
 
 fn describe(v: &Value) -> &'static str {

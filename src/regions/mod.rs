@@ -70,4 +70,7 @@ pub struct Boundary {
     pub inputs: Vec<Port>,
     /// Member values read outside (by other nodes or the graph output), in node order.
     pub outputs: Vec<Port>,
+    /// Positions of the outside nodes that read an output: the only nodes outlining rewires.
+    #[serde(skip)]
+    pub readers: Vec<usize>,
 }
