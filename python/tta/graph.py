@@ -184,8 +184,10 @@ class NoGC:
             gc.enable()
 
 
-# Per-target facts never change; shared by every serializer in the process.
-_TARGET_INFOS: dict[Any, "_TargetInfo"] = {}
+# Per-target facts never change; shared by every serializer in the process. Keyed by id():
+# OpOverload hashes in Python, which costs more than the lookup; the entry keeps the target
+# alive, so its id cannot be reused.
+_TARGET_INFOS: dict[int, tuple[Any, "_TargetInfo"]] = {}
 
 
 class Serializer:
@@ -224,13 +226,10 @@ class Serializer:
         return {"order": order, "nodes": changed}
 
     def _info(self, target: Any) -> _TargetInfo:
-        info = self._infos.get(target)
-        if info is None:
-            try:
-                info = self._infos[target] = _TargetInfo(target)
-            except TypeError:  # unhashable target
-                info = _TargetInfo(target)
-        return info
+        hit = self._infos.get(id(target))
+        if hit is None or hit[0] is not target:
+            hit = self._infos[id(target)] = (target, _TargetInfo(target))
+        return hit[1]
 
     def _encode(self, n: torch.fx.Node) -> dict:
         op = n.op

@@ -169,7 +169,16 @@ def is_decomposed(gm: torch.fx.GraphModule | torch.fx.Graph) -> bool:
     ...). A graph of core ops only counts as decomposed, which is the same either way."""
     table = _default_decompositions()
     g = gm if isinstance(gm, torch.fx.Graph) else gm.graph
-    return not any(n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and n.target in table for n in g.nodes)
+    # Each distinct target once (by id: OpOverload hashes in Python, slowly).
+    seen: set[int] = set()
+    for n in g.nodes:
+        t = n.target
+        if n.op != "call_function" or id(t) in seen:
+            continue
+        seen.add(id(t))
+        if isinstance(t, torch._ops.OpOverload) and t in table:
+            return False
+    return True
 
 
 def normalize(selectors) -> list[ModuleSelector | PatternSelector]:
