@@ -58,6 +58,21 @@ class KernelSpec:
         return f"{self.backend}({self.identity}, configs={self.config_dicts()})"
 
 
+def _check_config_keys(launch_fn: Callable, configs, where: str) -> None:
+    """Every config key must be a keyword the launch function accepts (after its tensors)."""
+    try:
+        params = inspect.signature(launch_fn).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    keywords = {n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    for c in configs:
+        for k, _ in c:
+            if k not in keywords:
+                raise PluginError(f"{where}: config key {k!r} is not a parameter of the launch function (it takes {sorted(keywords)})")
+
+
 def _spec(backend: str, launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None) -> KernelSpec:
     where = f"tta.{backend}({getattr(launch_fn, '__qualname__', launch_fn)!s})"
     if not callable(launch_fn):
@@ -70,6 +85,7 @@ def _spec(backend: str, launch_fn: Callable, configs: Sequence[Mapping[str, Any]
         if c in seen:
             raise PluginError(f"{where}: duplicate config {dict(c)}")
         seen.add(c)
+    _check_config_keys(launch_fn, frozen, where)
     identity = f"{getattr(launch_fn, '__module__', '?')}.{getattr(launch_fn, '__qualname__', repr(launch_fn))}"
     return KernelSpec(backend=backend, launch_fn=launch_fn, configs=frozen, identity=identity)
 
