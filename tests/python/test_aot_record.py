@@ -202,3 +202,17 @@ def test_interception_is_per_thread_and_restored():
     s = session((torch.float32, (None,)), outputs=[(torch.float32, ("i0_0",))])
     record(lambda x, out: scale_kernel[(1,)](out, x, x.numel(), 1, factor=1.0, FLAG=False, BLOCK=4), s)
     assert JITFunction.run is original
+
+
+def test_shape_expressions_evaluate_without_python_eval():
+    import sympy
+
+    from tta.aot.record import _EXPR_FUNCS, eval_shape
+
+    a, b = sympy.Symbol("i0_0"), sympy.Symbol("i0_1")
+    scope = {"i0_0": a, "i0_1": b, **_EXPR_FUNCS}
+    assert eval_shape("2*i0_0 + i0_1 - 1", scope) == 2 * a + b - 1
+    assert eval_shape("i0_0**2", {"i0_0": 7}) == 49
+    for bad in ["__import__('os')", "i0_0.real", "[i0_0]", "open", "lambda: 1"]:
+        with pytest.raises((ValueError, SyntaxError)):
+            eval_shape(bad, scope)

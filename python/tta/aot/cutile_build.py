@@ -95,6 +95,8 @@ def _entry_kernel(plan, fn_name: str):
     filename = f"<tta-cutile-entry {fn_name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     scope = {"__ct": ct, "__tta_user_kernel": plan.kernel._pyfunc, "__name__": "tta_cutile_entry"}
+    # Code generation, as torch.fx does: `source` is entry_source's template filled with names
+    # it made up and integers from the recorded launch; no text from a file, cache or engine.
     exec(compile(source, filename, "exec"), scope)
     opts = plan.kernel._compiler_options
     kernel = ct.kernel(

@@ -17,9 +17,11 @@ ShapeEnv guards; we report them, because the compiled kernel is valid only where
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import inspect
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterable, Sequence
@@ -152,7 +154,7 @@ class Session:
                         dims.append(d)
                     elif isinstance(d, str):
                         try:
-                            dims.append(eval(compile(canonical(d), "<shape>", "eval"), {"__builtins__": {}}, scope))
+                            dims.append(eval_shape(canonical(d), scope))
                         except Exception as e:
                             raise PluginError(f"output {k} dim {j}: cannot evaluate shape expression {d!r}: {e}") from e
                     else:
@@ -274,6 +276,39 @@ def _ceildiv(a, b):
 
 # Functions an expression string may call when evaluated on SymInts (the canonical forms the
 # Rust algebra prints).
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+
+
+def eval_shape(text: str, scope: dict) -> Any:
+    """Evaluate a canonical shape expression (``src/lowering/expr.rs`` prints them) over
+    ``scope``: symbols and the functions of ``_EXPR_FUNCS``. A tree walk over exactly that
+    grammar, so no other Python can run."""
+
+    def walk(n: ast.AST) -> Any:
+        if isinstance(n, ast.Expression):
+            return walk(n.body)
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return n.value
+        if isinstance(n, ast.Name) and n.id in scope:
+            return scope[n.id]
+        if isinstance(n, ast.BinOp) and type(n.op) in _BINOPS:
+            return _BINOPS[type(n.op)](walk(n.left), walk(n.right))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -walk(n.operand)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _EXPR_FUNCS and not n.keywords:
+            return scope[n.func.id](*(walk(a) for a in n.args))
+        raise ValueError(f"unsupported element {ast.dump(n)[:60]} in shape expression {text!r}")
+
+    return walk(ast.parse(text, mode="eval"))
+
+
 _EXPR_FUNCS = {
     "FloorDiv": _floordiv,
     "CeilDiv": _ceildiv,
