@@ -16,7 +16,6 @@ fn main() {
     for round in 0..3 {
         let t = Instant::now();
         let analysis = pass::analyze_json(&text, impls.clone(), Vec::new()).expect("analyze");
-        let t_analyze = t.elapsed();
         let outcome = analysis.outline(&HashMap::new()).expect("outline");
         let t_outline = t.elapsed();
         let json = tta::graph::to_json(&outcome.graph);
@@ -33,6 +32,5 @@ fn main() {
             outcome.report.len(),
             json.len() / 1_000_000
         );
-        let _ = t_analyze;
     }
 }

@@ -262,10 +262,7 @@ def analyze(call: CuteCall, session: Session, where: str) -> CutePlan:
     return CutePlan(
         fn=call.fn,
         host=host,
-        input_dtypes=tuple(dtype_name(t.dtype) for t in session.inputs),
-        output_dtypes=tuple(dtype_name(t.dtype) for t in session.outputs),
-        output_shapes=tuple(tuple(str(d) for d in m.shape) for m in session.output_metas()),
-        guards=session.guards(),
+        **session.ports(),
     )
 
 

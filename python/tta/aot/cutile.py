@@ -48,7 +48,7 @@ import torch
 from ..errors import PluginError
 from .base import CompiledKernel
 from .cutile_build import CUBIN_NOTE, _kernel_name, check_cubin, compile_plan, entry_source, toolchain  # noqa: F401
-from .record import Session, constant_int, dtype_name, launch_name, patched, source_identity
+from .record import Session, constant_int, launch_name, patched, source_identity
 
 
 @dataclass
@@ -239,22 +239,13 @@ def analyze(launch: CutileLaunch, session: Session, where: str) -> CutilePlan:
         else:
             raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which a TensorRT AOT kernel cannot take")
 
-    grid = launch.grid if isinstance(launch.grid, (tuple, list)) else (launch.grid,)
-    if not 1 <= len(grid) <= 3:
-        raise PluginError(f"{here}: the grid {launch.grid!r} must have 1 to 3 dimensions")
-    try:
-        grid_exprs = tuple(session.expr(g) for g in grid) + ("1",) * (3 - len(grid))
-    except TypeError as e:
-        raise PluginError(f"{here}: grid {launch.grid!r} is not made of integers: {e}") from None
+    grid_exprs = session.grid(launch.grid, here)
     return CutilePlan(
         kernel=kernel,
         args=args,
         extras=extras.exprs,
         grid=grid_exprs,
-        input_dtypes=tuple(dtype_name(t.dtype) for t in session.inputs),
-        output_dtypes=tuple(dtype_name(t.dtype) for t in session.outputs),
-        output_shapes=tuple(tuple(str(d) for d in m.shape) for m in session.output_metas()),
-        guards=session.guards(),
+        **session.ports(),
     )
 
 

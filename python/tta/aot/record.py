@@ -215,6 +215,25 @@ class Session:
         c = constant_int(value)
         return c if c is not None else self.expr(value)
 
+    def grid(self, grid: Any, here: str) -> tuple[str, str, str]:
+        """A launch grid (an int, or 1 to 3 of them) as three expressions."""
+        dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+        if not 1 <= len(dims) <= 3:
+            raise PluginError(f"{here}: the grid {grid!r} must have 1 to 3 dimensions")
+        try:
+            return tuple(self.expr(g) for g in dims) + ("1",) * (3 - len(dims))  # type: ignore[return-value]
+        except TypeError as e:
+            raise PluginError(f"{here}: grid {grid!r} is not made of integers: {e}") from None
+
+    def ports(self) -> dict[str, Any]:
+        """The recorded plan fields every backend shares: port dtypes, output shapes, guards."""
+        return {
+            "input_dtypes": tuple(dtype_name(t.dtype) for t in self.inputs),
+            "output_dtypes": tuple(dtype_name(t.dtype) for t in self.outputs),
+            "output_shapes": tuple(tuple(str(d) for d in m.shape) for m in self.output_metas()),
+            "guards": self.guards(),
+        }
+
     def guards(self) -> list[str]:
         """Conditions on input dims the launch code relied on (since ``mark()``)."""
         out = []

@@ -269,16 +269,7 @@ def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
                     "output, so the kernel must take each of them once"
                 )
 
-    grid = launch.grid(dict(values)) if callable(launch.grid) else launch.grid
-    if isinstance(grid, int) or isinstance(grid, torch.SymInt):
-        grid = (grid,)
-    grid = tuple(grid)
-    if not 1 <= len(grid) <= 3:
-        raise PluginError(f"{here}: the grid {grid!r} must have 1 to 3 dimensions")
-    try:
-        grid_exprs = tuple(session.expr(g) for g in grid) + ("1",) * (3 - len(grid))
-    except TypeError as e:
-        raise PluginError(f"{here}: grid {grid!r} is not made of integers: {e}") from None
+    grid_exprs = session.grid(launch.grid(dict(values)) if callable(launch.grid) else launch.grid, here)
 
     return TritonPlan(
         kernel=kernel,
@@ -288,10 +279,7 @@ def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
         extras=extras,
         grid=grid_exprs,
         options=options,
-        input_dtypes=tuple(dtype_name(t.dtype) for t in session.inputs),
-        output_dtypes=tuple(dtype_name(t.dtype) for t in session.outputs),
-        output_shapes=tuple(tuple(str(d) for d in m.shape) for m in session.output_metas()),
-        guards=session.guards(),
+        **session.ports(),
         baked=baked,
     )
 
