@@ -32,3 +32,24 @@ def from_core(exc: Exception) -> GraphError:
     """Convert a ``tta._core.CoreError`` (args: kind, message, node, source)."""
     kind, message, node, source = exc.args
     return GraphError(message, kind=kind, node=node, source=source)
+
+
+class RegionRefusedError(TTAError):
+    """Regions the user marked could not be lowered (``tta.rewrite(..., on_refused="raise")``).
+
+    ``regions`` holds the refused regions' reports; ``result`` the whole ``RewriteResult``, whose
+    program still runs every refused region as ordinary ops.
+    """
+
+    def __init__(self, message: str, *, regions: list, result=None):
+        super().__init__(message)
+        self.regions = regions
+        self.result = result
+
+
+class RegionRefusedWarning(UserWarning):
+    """``on_refused="warn"``: the same message as ``RegionRefusedError``, as a warning."""
+
+
+class EagerFallbackWarning(UserWarning):
+    """A ``tta::<op>`` ran its region body instead of the plugin's kernel on CUDA inputs."""

@@ -19,7 +19,7 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 
-from . import _core, graph, ops
+from . import _core, graph, ops, refusals
 from . import selectors as _selectors
 from .annotate import TAG_PREFIX
 from .errors import GraphError, PluginError, from_core
@@ -186,6 +186,18 @@ def _with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
     )
 
 
+def _copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
+    """A copy of ``g`` with the same node names. fx's copy renames a node whose name shadows a
+    Python builtin (``input``, the argument of every ``nn.Sequential``), which torch.export
+    allows; the program's signature still names the original, so restore it."""
+    new = copy.deepcopy(g)
+    for old, n in zip(g.nodes, new.nodes):
+        if n.name != old.name:
+            n.name = old.name
+            new._graph_namespace._rename_object(n, old.name)
+    return new
+
+
 def _untag_placeholders(g: torch.fx.Graph) -> None:
     """Strict export creates an input's placeholder lazily, when the traced code first reads it,
     so an input first read inside a region gets the region's tag. Reading an input does not
@@ -198,7 +210,8 @@ def _untag_placeholders(g: torch.fx.Graph) -> None:
             n.meta["custom"] = {k: v for k, v in custom.items() if not k.startswith(TAG_PREFIX)}
 
 
-def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True) -> RewriteResult:
+def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True,
+            on_refused: str = "raise") -> RewriteResult:
     """Outline every valid region of ``program`` into one ``tta::<op>`` node.
 
     Regions are the ``lower_as`` annotations plus what ``selectors`` choose: ``tta.lower_pattern``
@@ -210,9 +223,17 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, 
     the graph it computed: by default from the node order and a re-serialization of every node
     that is new or whose inputs changed (every other node is verified unchanged by identity);
     ``check="full"`` re-serializes the whole graph.
+
+    A region that cannot be lowered raises ``RegionRefusedError`` listing every refused region
+    with its reason and source line (``on_refused="raise"``); ``"warn"`` warns with the same
+    text and ``"keep"`` says nothing, both returning a program that runs those regions as
+    ordinary ops.
     """
+    refusals.check_choice(on_refused)
     with graph.NoGC():
-        return _rewrite(program, selectors, check)
+        result = _rewrite(program, selectors, check)
+    refusals.handle(result, on_refused)
+    return result
 
 
 def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
@@ -226,7 +247,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     # An ExportedProgram is left as it was: edit a copy of its graph (a Graph copy generates no
     # code) and build the new program once at the end. A GraphModule is edited in place.
     if isinstance(program, ExportedProgram):
-        g, root = copy.deepcopy(program.graph), program.graph_module
+        g, root = _copy_graph(program.graph), program.graph_module
     elif isinstance(program, torch.fx.GraphModule):
         g, root = program.graph, program
     else:

@@ -130,11 +130,11 @@ class PatternSelector:
     def decomposed_for(self, target: torch.fx.GraphModule) -> bool:
         return is_decomposed(target) if self.decompose is None else self.decompose
 
-    def apply(self, program, *, check: bool | str = True):
+    def apply(self, program, *, check: bool | str = True, on_refused: str = "raise"):
         """``tta.rewrite(program, selectors=[self])``."""
         from .rewrite import rewrite
 
-        return rewrite(program, selectors=[self], check=check)
+        return rewrite(program, selectors=[self], check=check, on_refused=on_refused)
 
     def __repr__(self) -> str:
         return f"PatternSelector({self.name}, impl={self.impl.key})"
@@ -262,7 +262,7 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
 def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, mapping: Mapping[type | str, Plugin], *,
                   example_inputs: Sequence[Any] | None = None, example_kwargs: Mapping[str, Any] | None = None,
                   dynamic_shapes: Any = None, strict: bool = False, decompose: bool = True,
-                  selectors: Sequence[Any] = (), check: bool | str = True):
+                  selectors: Sequence[Any] = (), check: bool | str = True, on_refused: str = "raise"):
     """Replace every call of the chosen modules by a plugin, without editing the model.
 
     ``mapping`` maps nn.Module classes and dotted path prefixes to ``tta.custom_plugin``s.
@@ -283,4 +283,4 @@ def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, ma
             )
         ep = torch.export.export(target, tuple(example_inputs), kwargs=dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
         target = ep.run_decompositions() if decompose else ep
-    return rewrite(target, selectors=items, check=check)
+    return rewrite(target, selectors=items, check=check, on_refused=on_refused)
