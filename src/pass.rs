@@ -11,7 +11,7 @@ use crate::graph::{self, Dag, Graph};
 use crate::lowering::outline::{self, Accepted};
 use crate::lowering::{naming, signature, Edit, ImplDecl, MetaOut, Move, RegionReport, Status};
 use crate::regions::selectors::{self, Selection, Selectors};
-use crate::regions::{collect, validate, Boundary, Port, Region};
+use crate::regions::{asserts, boundary, collect, validate, Boundary, Port, Region};
 use indexmap::IndexMap;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -44,6 +44,8 @@ pub struct Analysis {
     pub impls: Impls,
     pub regions: Vec<Region>,
     pub verdicts: Vec<std::result::Result<Boundary, String>>,
+    /// Per region, the assertion nodes it absorbed (`regions::asserts`).
+    pub absorbed: Vec<Vec<usize>>,
     pub timings: Timings,
 }
 
@@ -126,7 +128,16 @@ fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&st
     drop(index);
     let first_selected = regions.len();
     regions.extend(selection.regions);
+    let mut absorbed = asserts::absorb(&g, &dag, &mut regions);
     let mut verdicts = validate::validate_all(&g, &dag, &regions, &|r| impls.get(&r.impl_key).is_some_and(|d| d.mutates));
+    // `lower_as(..., inputs=...)` fixes the order of an annotated region's inputs.
+    for (r, v) in regions[..first_selected].iter().zip(verdicts.iter_mut()) {
+        if let (Ok(b), Some(order)) = (v.as_mut(), g.regions.get(&r.id).and_then(|d| d.inputs.as_ref())) {
+            if let Err(why) = boundary::pin_inputs(b, order) {
+                *v = Err(why);
+            }
+        }
+    }
     // A pattern fixes the order of its region's ports (the impl's signature).
     for (v, order) in verdicts[first_selected..].iter_mut().zip(&selection.ports) {
         if let (Ok(b), Some(order)) = (v.as_mut(), order) {
@@ -137,6 +148,7 @@ fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&st
     for (r, why) in selection.refused {
         regions.push(r);
         verdicts.push(Err(why));
+        absorbed.push(Vec::new());
     }
     let mut ids = std::collections::HashSet::new();
     if let Some(r) = regions.iter().find(|r| !ids.insert(r.id.as_str())) {
@@ -148,7 +160,7 @@ fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&st
         }
     }
     let analyze_ms = ms(t);
-    Ok(Analysis { graph: g, impls, regions, verdicts, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
+    Ok(Analysis { graph: g, impls, regions, verdicts, absorbed, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
 }
 
 impl Analysis {
@@ -189,7 +201,7 @@ impl Analysis {
             }
         }
         let t = Instant::now();
-        let Analysis { graph, impls, regions, verdicts, timings } = self;
+        let Analysis { graph, impls, regions, verdicts, absorbed, timings } = self;
         let g = &graph;
         // Signature checks and naming, per region, in parallel.
         let decided: Vec<std::result::Result<String, String>> = regions
@@ -211,7 +223,8 @@ impl Analysis {
             .iter()
             .zip(&verdicts)
             .zip(&decided)
-            .map(|((region, verdict), d)| {
+            .zip(&absorbed)
+            .map(|(((region, verdict), d), absorbed)| {
                 let (inputs, outputs) = match verdict {
                     Ok(b) => (b.inputs.clone(), b.outputs.clone()),
                     Err(_) => (Vec::new(), Vec::new()),
@@ -230,6 +243,7 @@ impl Analysis {
                     op,
                     node: None,
                     nodes: region.members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
+                    absorbed: absorbed.iter().map(|&m| g.nodes[m].name.clone()).collect(),
                     inputs,
                     outputs,
                 }

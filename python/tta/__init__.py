@@ -5,7 +5,15 @@ into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
 """
 
 from .annotate import lower_as
-from .errors import AnnotationError, GraphError, PluginError, TTAError
+from .errors import (
+    AnnotationError,
+    EagerFallbackWarning,
+    GraphError,
+    PluginError,
+    RegionRefusedError,
+    RegionRefusedWarning,
+    TTAError,
+)
 from .plugin import Plugin, custom_plugin
 from .rewrite import RegionReport, RewriteResult, rewrite
 from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
@@ -13,12 +21,15 @@ from .specs import KernelSpec, cutedsl, cutile, triton
 
 __all__ = [
     "AnnotationError",
+    "EagerFallbackWarning",
     "GraphError",
     "KernelSpec",
     "ModuleSelector",
     "PatternSelector",
     "Plugin",
     "PluginError",
+    "RegionRefusedError",
+    "RegionRefusedWarning",
     "RegionReport",
     "RewriteResult",
     "TTAError",

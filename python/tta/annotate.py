@@ -18,6 +18,7 @@ import threading
 import torch
 import torch.fx.traceback as fx_traceback
 
+from . import markers
 from .errors import AnnotationError, PluginError
 from .plugin import Plugin
 
@@ -44,12 +45,13 @@ def _call_site() -> str | None:
 
 
 @contextlib.contextmanager
-def _region(impl: Plugin, name: str | None):
+def _region(impl: Plugin, name: str | None, inputs: tuple):
     rid = f"{name or impl.name}:{_next_id()}"
     if torch.compiler.is_dynamo_compiling():
         # Dynamo runs fx_traceback.annotate eagerly and records node meta itself. Frames and
         # thread-locals are not visible here; nesting is caught from the graph instead.
         with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": None}}):
+            markers.mark(rid, impl.key, None, inputs)
             yield
         return
     site = _call_site()
@@ -68,17 +70,28 @@ def _region(impl: Plugin, name: str | None):
         # exit, which would keep annotate's in-place update of an existing "custom" dict alive
         # and leak this region's tag onto later nodes.
         with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}), fx_traceback.preserve_node_meta():
+            markers.mark(rid, impl.key, site, inputs)
             yield
     finally:
         stack.pop()
 
 
-def lower_as(impl: Plugin, name: str | None = None):
+def lower_as(impl: Plugin, name: str | None = None, inputs=None):
     """Mark a region to be replaced by ``impl``; a context manager and a decorator.
 
     ``impl`` is a ``tta.custom_plugin(...)``. ``name`` labels the region in reports. Every
     entry (each loop iteration, each call of a decorated function) is a distinct region.
+    ``inputs=(x, w, b)`` fixes the order of the plugin's inputs (every tensor the region reads,
+    each once); without it, activations come first and parameters, buffers and constants
+    after, each in order of first use (see docs/selectors.md).
     """
     if not isinstance(impl, Plugin):
         raise PluginError(f"lower_as(impl=...) takes a tta.custom_plugin(...), got {type(impl).__name__}")
-    return _region(impl, name)
+    inputs = tuple(inputs) if inputs is not None else ()
+    for k, t in enumerate(inputs):
+        if not isinstance(t, torch.Tensor):
+            raise AnnotationError(
+                f"lower_as(inputs=...) at {_call_site()} takes the tensors the region reads; "
+                f"input {k} is {type(t).__name__}"
+            )
+    return _region(impl, name, inputs)

@@ -19,7 +19,7 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 
-from . import _core, graph, ops, refusals
+from . import _core, graph, markers, ops, refusals
 from . import selectors as _selectors
 from .annotate import TAG_PREFIX
 from .errors import GraphError, PluginError, from_core
@@ -43,6 +43,8 @@ class RegionReport:
     reason: str | None = None
     op: str | None = None
     node: str | None = None
+    # Assertion nodes export left untagged that read a value inside the region, taken into it.
+    absorbed: list[str] = field(default_factory=list)
 
     @property
     def outlined(self) -> bool:
@@ -253,9 +255,16 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     else:
         raise TypeError(f"tta.rewrite takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
     _untag_placeholders(g)
+    found, nested = markers.take(g, root)
     lap("copy")
-    serializer = graph.Serializer()
+    declared = markers.declared(found)
+    weights = _weight_names(program)
+    serializer = graph.Serializer(weights, declared)
     doc = serializer.graph_to_dict(g)
+    # A region whose `with` block traced nothing has a marker but no tagged node: declare it,
+    # and the pass refuses it as empty.
+    for rid, decl in declared.items():
+        doc.setdefault("regions", {}).setdefault(rid, decl)
     graph_json = json.dumps(doc, separators=(",", ":"), allow_nan=False, check_circular=False)
     lap("serialize")
     selectors_json, selector_impls = _selectors.encode(selectors, g)
@@ -281,7 +290,8 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     if check:
         try:
             if check == "full":
-                outcome.check_matches(graph.to_json(g))
+                full = graph.Serializer(weights, declared).graph_to_dict(g)
+                outcome.check_matches(json.dumps(full, separators=(",", ":"), allow_nan=False))
             else:
                 outcome.check_delta(json.dumps(serializer.delta(g), separators=(",", ":"), allow_nan=False))
         except _core.CoreError as e:
@@ -291,6 +301,33 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     lap("wrap")
     regions = [RegionReport(**r) for r in json.loads(outcome.report_json())]
     _selectors.warn_unmatched(selectors, regions)
+    vanished = [_in_subgraph(m) for m in nested]
+    report_text = outcome.report_text() + "".join(_text(r) for r in vanished)
     stages["total_s"] = time.perf_counter() - clock[0]
     stages["rust"] = json.loads(outcome.timings_json())
-    return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=stages)
+    return RewriteResult(program=result, regions=regions + vanished, report_text=report_text, timings=stages)
+
+
+def _weight_names(program) -> frozenset[str]:
+    """Placeholders holding parameters, buffers and constants (a GraphModule reads those with
+    get_attr, which the pass recognizes by itself)."""
+    if not isinstance(program, ExportedProgram):
+        return frozenset()
+    user = (torch.export.graph_signature.InputKind.USER_INPUT, torch.export.graph_signature.InputKind.TOKEN)
+    return frozenset(s.arg.name for s in program.graph_signature.input_specs if s.kind not in user and hasattr(s.arg, "name"))
+
+
+def _in_subgraph(m: markers.Marker) -> RegionReport:
+    """A region traced inside a subgraph (a ``torch.cond`` branch, a ``torch.while_loop`` body):
+    export keeps its ops there, out of the graph the pass outlines."""
+    reason = (
+        f"it was traced inside the subgraph `{m.subgraph}` (a torch.cond branch or another "
+        "higher-order op's body), which tta does not outline; put the `with tta.lower_as(...)` "
+        "block outside the branch, around the whole torch.cond call or in code without it"
+    )
+    return RegionReport(id=m.id, impl=m.impl, origin={"kind": "annotation"}, source=m.source, status="refused",
+                        nodes=[], inputs=[], outputs=[], reason=reason)
+
+
+def _text(r: RegionReport) -> str:
+    return f"region {r.id} [lower_as] impl={r.impl} at {r.source or 'unknown source'}\n  REFUSED: {r.reason}\n"

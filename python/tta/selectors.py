@@ -28,7 +28,7 @@ import torch.fx
 from torch import nn
 from torch.export import ExportedProgram
 
-from . import graph
+from . import graph, markers
 from .errors import PluginError
 from .plugin import Plugin
 
@@ -244,6 +244,7 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
     gm = program.graph_module if isinstance(program, ExportedProgram) else program
     with graph.NoGC():
         doc = graph.graph_to_dict(gm.graph)
+        markers.drop_from_doc(doc)
         for n in doc["nodes"]:
             if n["op"] != "placeholder":
                 break

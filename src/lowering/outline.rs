@@ -103,6 +103,7 @@ pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
             source: first.source.clone(),
             mutates: mutated.iter().map(|i| i.to_string()).collect(),
             aliases: false,
+            weight: false,
         };
         let mut replacement = vec![call];
         let mut getitems = Vec::new();
@@ -124,6 +125,7 @@ pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
                     source: first.source.clone(),
                     mutates: Vec::new(),
                     aliases: false,
+                    weight: false,
                 });
             }
         } else {

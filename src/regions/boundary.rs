@@ -3,7 +3,10 @@
 use super::{Boundary, Port, PortKind, Region};
 use crate::graph::{Dag, Graph, Value};
 
-/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order.
+/// `inside(i)` tells membership. Inputs: activations (user inputs and computed values) in order
+/// of first use, then weights (parameters, buffers, constants) in order of first use; so a
+/// decomposition that reads a weight before the activation (`linear` -> `permute(w)`, `addmm`)
+/// keeps the order. Outputs come in node order.
 /// Fails (with the reason) when a boundary value is neither a tensor nor an integer.
 pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> bool) -> Result<Boundary, String> {
     let mut inputs: Vec<Port> = Vec::new();
@@ -31,6 +34,10 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
             inputs.push(Port { name: producer.name.clone(), kind, mutated: false });
         }
     }
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&k| g.nodes[input_pos[k]].is_weight());
+    let mut slots: Vec<Option<Port>> = inputs.into_iter().map(Some).collect();
+    let mut inputs: Vec<Port> = order.iter().map(|&k| slots[k].take().expect("a permutation")).collect();
     let mut outputs = Vec::new();
     for &m in &region.members {
         if dag.users[m].iter().all(|&u| inside(u)) {
@@ -72,6 +79,25 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
     readers.sort_unstable();
     readers.dedup();
     Ok(Boundary { inputs, outputs, readers })
+}
+
+/// Put the inputs in the order the user fixed (node names); both lists must name the same values.
+pub fn pin_inputs(b: &mut Boundary, order: &[String]) -> Result<(), String> {
+    let listed = |name: &str| order.iter().position(|o| o == name);
+    if let Some(p) = b.inputs.iter().find(|p| listed(&p.name).is_none()) {
+        return Err(format!(
+            "it reads `{}`, which lower_as(inputs=...) does not list; list every value the region reads",
+            p.name
+        ));
+    }
+    if let Some((k, name)) = order.iter().enumerate().find(|(_, o)| !b.inputs.iter().any(|p| &p.name == *o)) {
+        return Err(format!("lower_as(inputs=...) lists `{name}` (position {k}), which the region does not read"));
+    }
+    if order.len() != b.inputs.len() {
+        return Err("lower_as(inputs=...) lists a value twice".into());
+    }
+    b.inputs.sort_by_key(|p| listed(&p.name));
+    Ok(())
 }
 
 fn describe(v: &Value) -> &'static str {

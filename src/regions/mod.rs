@@ -3,6 +3,7 @@
 //! `pattern` for subgraph patterns, both driven by `selectors`) only produce member sets;
 //! validation and boundary computation are shared by all of them.
 
+pub mod asserts;
 pub mod boundary;
 pub mod collect;
 pub mod modules;

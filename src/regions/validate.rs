@@ -93,7 +93,7 @@ fn at(g: &Graph, i: usize) -> String {
 
 fn validate(g: &Graph, dag: &Dag, own: &Ownership, r: usize, region: &Region, mutation_ok: bool) -> Result<Boundary, String> {
     if region.members.is_empty() {
-        return Err("it contains no operations".into());
+        return Err("it contains no operations: nothing traced inside the `with` block reached the graph (an empty block, or only Python arithmetic)".into());
     }
     if let Some(why) = own.overlaps.get(&r) {
         return Err(why.clone());

@@ -1,0 +1,60 @@
+"""The plugin's input order: stable across export modes and decompositions, fixable by the user."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tta
+
+gelu_linear = tta.custom_plugin(name="gelu_linear")
+
+
+class GeluLinear(torch.nn.Module):
+    def __init__(self, pinned=False):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.pinned = pinned
+
+    def forward(self, x):
+        pinned = (self.lin.bias, x, self.lin.weight) if self.pinned else None
+        with tta.lower_as(gelu_linear, inputs=pinned):
+            return F.gelu(self.lin(x))
+
+
+def _region(model, strict, decompose):
+    x = torch.randn(2, 8)
+    ep = torch.export.export(model, (x,), strict=strict)
+    res = tta.rewrite(ep.run_decompositions() if decompose else ep)
+    torch.testing.assert_close(res.program.module()(x), model(x))
+    (r,) = res.outlined
+    return r
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["default", "pinned"])
+def test_input_order_is_the_same_under_every_export(pinned):
+    model = GeluLinear(pinned)
+    seen = {(strict, dec): _region(model, strict, dec) for strict in (False, True) for dec in (False, True)}
+    want = ["p_lin_bias", "x", "p_lin_weight"] if pinned else ["x", "p_lin_weight", "p_lin_bias"]
+    for key, r in seen.items():
+        assert [p["name"] for p in r.inputs] == want, key
+    # The op name depends on the body (decomposed or not), never on the export mode.
+    for dec in (False, True):
+        assert seen[(False, dec)].op == seen[(True, dec)].op
+
+
+def test_pinned_inputs_must_name_every_value_the_region_reads():
+    plugin = tta.custom_plugin(name="partly_pinned")
+
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            with tta.lower_as(plugin, inputs=(x,)):
+                return x * y
+
+    ep = torch.export.export(M(), (torch.randn(3), torch.randn(3)))
+    with pytest.raises(tta.RegionRefusedError, match=r"reads `y`, which lower_as\(inputs=...\) does not list"):
+        tta.rewrite(ep)
+
+
+def test_pinned_inputs_take_tensors_only():
+    with pytest.raises(tta.AnnotationError, match="input 0 is int"):
+        tta.lower_as(gelu_linear, inputs=(3,))
