@@ -4,7 +4,7 @@
 //! absorbed into the region it reads from: it checks a value only the plugin sees, so it goes
 //! away with the region when the region is outlined (and stays when it is refused).
 
-use super::Region;
+use super::candidate::Candidate;
 use crate::graph::{Dag, Graph};
 
 /// Ops that only check something and produce nothing another node reads.
@@ -26,15 +26,14 @@ pub fn is_assertion(target: &str) -> bool {
 }
 
 /// Add each assertion node that belongs to no region, has no users and reads members of
-/// exactly one region to that region. Returns, per region, the nodes it absorbed.
-pub fn absorb(g: &Graph, dag: &Dag, regions: &mut [Region]) -> Vec<Vec<usize>> {
+/// exactly one region to that region, recording it in the candidate's `absorbed`.
+pub fn absorb(g: &Graph, dag: &Dag, candidates: &mut [Candidate]) {
     let mut owner: Vec<Option<usize>> = vec![None; g.nodes.len()];
-    for (r, region) in regions.iter().enumerate() {
-        for &m in &region.members {
+    for (r, c) in candidates.iter().enumerate() {
+        for &m in &c.region.members {
             owner[m] = Some(r);
         }
     }
-    let mut absorbed = vec![Vec::new(); regions.len()];
     for (i, node) in g.nodes.iter().enumerate() {
         if owner[i].is_some() || !dag.users[i].is_empty() || !is_assertion(&node.target) {
             continue;
@@ -43,11 +42,10 @@ pub fn absorb(g: &Graph, dag: &Dag, regions: &mut [Region]) -> Vec<Vec<usize>> {
         read.sort_unstable();
         read.dedup();
         if let [r] = read[..] {
-            let members = &mut regions[r].members;
+            let members = &mut candidates[r].region.members;
             let at = members.partition_point(|&m| m < i);
             members.insert(at, i);
-            absorbed[r].push(i);
+            candidates[r].absorbed.push(i);
         }
     }
-    absorbed
 }

@@ -1,14 +1,21 @@
 //! The boundary of a region: what it reads from outside and what outside reads from it.
 
+use super::pattern::PortOrder;
 use super::{Boundary, Port, PortKind, Region};
 use crate::graph::{Dag, Graph, Value};
 
 /// `inside(i)` tells membership. Inputs: activations (user inputs and computed values) in order
-/// of first use, then weights (parameters, buffers, constants) in order of first use; so a
-/// decomposition that reads a weight before the activation (`linear` -> `permute(w)`, `addmm`)
-/// keeps the order. Outputs come in node order.
-/// Fails (with the reason) when a boundary value is neither a tensor nor an integer.
-pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> bool) -> Result<Boundary, String> {
+/// of first use, then weights (parameters, buffers, constants) in order of first use, so that a
+/// decomposition reading a weight first (`linear` -> `permute(w)`, `addmm`) keeps the order.
+/// Outputs in node order. A pattern's signature (`order`) fixes both instead. Fails (with the reason) when a boundary
+/// value is neither a tensor nor an integer.
+pub fn compute(
+    g: &Graph,
+    dag: &Dag,
+    region: &Region,
+    order: Option<&PortOrder>,
+    inside: &dyn Fn(usize) -> bool,
+) -> Result<Boundary, String> {
     let mut inputs: Vec<Port> = Vec::new();
     let mut input_pos: Vec<usize> = Vec::new();
     for &m in &region.members {
@@ -34,10 +41,10 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
             inputs.push(Port { name: producer.name.clone(), kind, mutated: false });
         }
     }
-    let mut order: Vec<usize> = (0..inputs.len()).collect();
-    order.sort_by_key(|&k| g.nodes[input_pos[k]].is_weight());
+    let mut by_kind: Vec<usize> = (0..inputs.len()).collect();
+    by_kind.sort_by_key(|&k| g.nodes[input_pos[k]].is_weight());
     let mut slots: Vec<Option<Port>> = inputs.into_iter().map(Some).collect();
-    let mut inputs: Vec<Port> = order.iter().map(|&k| slots[k].take().expect("a permutation")).collect();
+    let mut inputs: Vec<Port> = by_kind.iter().map(|&k| slots[k].take().expect("a permutation")).collect();
     let mut outputs = Vec::new();
     for &m in &region.members {
         if dag.users[m].iter().all(|&u| inside(u)) {
@@ -78,7 +85,23 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
         region.members.iter().flat_map(|&m| dag.users[m].iter().copied()).filter(|&u| !inside(u)).collect();
     readers.sort_unstable();
     readers.dedup();
+    if let Some(order) = order {
+        permute(g, &mut inputs, &order.inputs);
+        permute(g, &mut outputs, &order.outputs);
+    }
     Ok(Boundary { inputs, outputs, readers })
+}
+
+/// Put ports in the order of the node positions `want`. A valid pattern occurrence has exactly
+/// the pattern's ports; anything else keeps the default order.
+fn permute(g: &Graph, ports: &mut Vec<Port>, want: &[usize]) {
+    if ports.len() != want.len() {
+        return;
+    }
+    let at: Option<Vec<usize>> = want.iter().map(|&w| ports.iter().position(|p| p.name == g.nodes[w].name)).collect();
+    let Some(at) = at else { return };
+    let mut old: Vec<Option<Port>> = std::mem::take(ports).into_iter().map(Some).collect();
+    *ports = at.into_iter().map(|i| old[i].take().expect("distinct nodes, distinct ports")).collect();
 }
 
 /// Put the inputs in the order the user fixed (node names); both lists must name the same values.
