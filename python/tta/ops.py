@@ -38,14 +38,20 @@ def schema(inputs: list[dict], outputs: list[dict]) -> str:
     return f"({', '.join(params)}) -> {ret}"
 
 
-def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[torch.fx.Node], outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
-    """The region as a standalone GraphModule: inputs -> outputs."""
+def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[torch.fx.Node], outputs: list[torch.fx.Node],
+                 derived: list[tuple[torch.fx.Node, int, int]] = ()) -> torch.fx.GraphModule:
+    """The region as a standalone GraphModule: inputs -> outputs. ``derived`` lists the sizes
+    the region reads from outside that are dims of its inputs, as (node, input number, dim):
+    the body reads them from that input's shape."""
     g = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     for i, n in enumerate(inputs):
         p = g.placeholder(f"x{i}")
         p.meta = dict(n.meta)
         env[n] = p
+    for n, i, dim in derived:
+        env[n] = g.call_function(torch.ops.aten.sym_size.int, (env[inputs[i]], dim))
+        env[n].meta = dict(n.meta)
     for n in members:
         env[n] = g.node_copy(n, lambda x: env[x])
     result = [env[o] for o in outputs]

@@ -134,7 +134,9 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: dict, summary: list[
         outputs = [nodes[o] for o in e["outputs"]]
         region = ports[e["region"]]
         plugin = lookup(region["impl"])
-        op = ops.ensure_op(e["op"], region["inputs"], region["outputs"], plugin, lambda: ops.extract_body(root, members, inputs, outputs))
+        derived = [(nodes[d["node"]], d["input"], d["dim"]) for d in e.get("derived", ())]
+        op = ops.ensure_op(e["op"], region["inputs"], region["outputs"], plugin,
+                           lambda: ops.extract_body(root, members, inputs, outputs, derived))
         first = members[0]
         with g.inserting_after(nodes[e["after"]]):
             call = g.create_node("call_function", op, tuple(inputs), {}, name=e["node"])

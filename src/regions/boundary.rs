@@ -1,7 +1,7 @@
 //! The boundary of a region: what it reads from outside and what outside reads from it.
 
 use super::pattern::PortOrder;
-use super::{Boundary, Port, PortKind, Region};
+use super::{Boundary, DerivedSize, Port, PortKind, Region};
 use crate::graph::{Dag, Graph, Value};
 
 /// `inside(i)` tells membership. Inputs: activations (user inputs and computed values) in order
@@ -89,7 +89,8 @@ pub fn compute(
         permute(g, &mut inputs, &order.inputs);
         permute(g, &mut outputs, &order.outputs);
     }
-    Ok(Boundary { inputs, outputs, readers })
+    let derived = derive_sizes(&mut inputs);
+    Ok(Boundary { inputs, outputs, readers, derived })
 }
 
 /// Put ports in the order of the node positions `want`. A valid pattern occurrence has exactly
@@ -102,6 +103,31 @@ fn permute(g: &Graph, ports: &mut Vec<Port>, want: &[usize]) {
     let Some(at) = at else { return };
     let mut old: Vec<Option<Port>> = std::mem::take(ports).into_iter().map(Some).collect();
     *ports = at.into_iter().map(|i| old[i].take().expect("distinct nodes, distinct ports")).collect();
+}
+
+/// Take out the integer inputs that equal a dim of a tensor input (a `sym_size` that export
+/// computed outside the region): the plugin reads them from that input's shape.
+fn derive_sizes(inputs: &mut Vec<Port>) -> Vec<DerivedSize> {
+    let mut derived = Vec::new();
+    let dim_of = |e: &str, inputs: &[Port]| {
+        inputs.iter().find_map(|p| match &p.kind {
+            PortKind::Tensor { shape, .. } => shape.iter().position(|d| d == e).map(|dim| (p.name.clone(), dim)),
+            PortKind::SymInt { .. } => None,
+        })
+    };
+    let mut k = 0;
+    while k < inputs.len() {
+        let found = match &inputs[k].kind {
+            // A constant is not a size the shape carries symbolically.
+            PortKind::SymInt { expr } if expr.parse::<i64>().is_err() => dim_of(expr, inputs),
+            _ => None,
+        };
+        match found {
+            Some((input, dim)) => derived.push(DerivedSize { name: inputs.remove(k).name, input, dim }),
+            None => k += 1,
+        }
+    }
+    derived
 }
 
 /// Put the inputs in the order the user fixed (node names); both lists must name the same values.

@@ -58,3 +58,27 @@ def test_pinned_inputs_must_name_every_value_the_region_reads():
 def test_pinned_inputs_take_tensors_only():
     with pytest.raises(tta.AnnotationError, match="input 0 is int"):
         tta.lower_as(gelu_linear, inputs=(3,))
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["nonstrict", "strict"])
+def test_sizes_of_region_inputs_are_derived_not_inputs(strict):
+    attn = tta.custom_plugin(name="attention", meta_impl=lambda q, k, v: q.new_empty(q.shape))
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v):
+            with tta.lower_as(attn):
+                return F.scaled_dot_product_attention(q, k, v)
+
+    def qkv(seq):
+        return tuple(torch.randn(1, 2, seq, 16) for _ in range(3))
+
+    seq = torch.export.Dim("seq", min=2, max=64)
+    ep = torch.export.export(Attention(), qkv(8), dynamic_shapes=({2: seq},) * 3, strict=strict).run_decompositions()
+    res = tta.rewrite(ep)
+    (r,) = res.outlined
+    assert [p["name"] for p in r.inputs] == ["q", "k", "v"] and all(p["kind"] == "tensor" for p in r.inputs)
+    (node,) = [n for n in res.program.graph.nodes if getattr(n.target, "namespace", None) == "tta"]
+    assert len(node.args) == 3
+    for n in (5, 13):
+        inputs = qkv(n)
+        torch.testing.assert_close(res.program.module()(*inputs), Attention()(*inputs))
