@@ -5,6 +5,7 @@ into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
 """
 
 from .annotate import lower_as
+from .eager_stats import eager_paths
 from .errors import (
     AnnotationError,
     EagerFallbackWarning,
@@ -34,6 +35,7 @@ __all__ = [
     "RewriteResult",
     "TTAError",
     "custom_plugin",
+    "eager_paths",
     "cutedsl",
     "cutile",
     "find_regions",

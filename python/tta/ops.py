@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 import torch.fx
 
+from . import eager_stats
 from .plugin import Plugin
 
 NAMESPACE = "tta"
@@ -65,13 +66,13 @@ def _detach_aliases(inputs, outputs):
     return tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outputs)
 
 
-def _make_eager(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
+def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
     def eager(*inputs):
-        outs = None
-        if plugin.kernels:
-            from .aot.eager import launch  # imports the kernel DSLs only when needed
+        from .aot import eager as kernel  # imports the kernel DSLs only when needed
 
-            outs = launch(plugin, inputs, body)
+        outs, why = kernel.run(plugin, inputs, body)
+        on_cuda = any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in inputs)
+        eager_stats.record(op, why, on_cuda)
         if outs is None:
             outs = body(*inputs)
             outs = _detach_aliases(inputs, outs if n_out > 1 else (outs,))
@@ -107,7 +108,7 @@ def ensure_op(op: str, inputs: list[dict], outputs: list[dict], plugin: Plugin, 
         gm = body()
         n_out = len(outputs)
         _lib.define(op + schema(inputs, outputs))
-        _lib.impl(op, _make_eager(plugin, gm, n_out), "CompositeExplicitAutograd")
+        _lib.impl(op, _make_eager(op, plugin, gm, n_out), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm

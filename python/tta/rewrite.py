@@ -118,9 +118,15 @@ def _meta_outputs(plugin, vals: list) -> dict:
         with fake_mode if fake_mode is not None else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
         res = list(res) if isinstance(res, (tuple, list)) else [res]
-        return {"ok": [{"dtype": graph._dtype(t.dtype), "shape": graph._dims(t.shape)} for t in res]}
     except Exception as e:  # the user's meta_impl: report, never crash the rewrite
         return {"error": f"{type(e).__name__}: {e}"}
+    wrong = next(((k, t) for k, t in enumerate(res) if not isinstance(t, torch.Tensor)), None)
+    if wrong is not None:
+        return {"error": (
+            f"it must return a tensor, or a tuple or list of tensors, shaped like the region's outputs "
+            f"(e.g. x.new_empty(shape)); output {wrong[0]} is {type(wrong[1]).__name__} {wrong[1]!r}"
+        )}
+    return {"ok": [{"dtype": graph._dtype(t.dtype), "shape": graph._dims(t.shape)} for t in res]}
 
 
 def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: dict, summary: list[dict]) -> None:

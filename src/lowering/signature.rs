@@ -84,21 +84,59 @@ pub fn check(b: &Boundary, decl: &ImplDecl, meta: Option<&Result<Vec<MetaOut>, S
         let PortKind::Tensor { dtype, shape } = &port.kind else { continue };
         if &m.dtype != dtype {
             return Err(format!(
-                "meta_impl output {i} has dtype {} but region output `{}` has dtype {dtype}",
-                m.dtype, port.name
+                "meta_impl output {i} has dtype {} but region output `{}` has dtype {dtype}{}",
+                m.dtype,
+                port.name,
+                port_hint(b, meta, i)
             ));
         }
         let theirs: Vec<String> = m.shape.iter().map(|d| d.to_string()).collect();
         if !same_shape(&theirs, shape) {
             return Err(format!(
-                "meta_impl output {i} has shape [{}] but region output `{}` has shape [{}]",
+                "meta_impl output {i} has shape [{}] but region output `{}` has shape [{}]{}",
                 theirs.join(", "),
                 port.name,
-                shape.join(", ")
+                shape.join(", "),
+                port_hint(b, meta, i)
             ));
         }
     }
     Ok(())
+}
+
+fn matches(m: &MetaOut, port: &Port) -> bool {
+    let PortKind::Tensor { dtype, shape } = &port.kind else { return false };
+    let theirs: Vec<String> = m.shape.iter().map(|d| d.to_string()).collect();
+    &m.dtype == dtype && same_shape(&theirs, shape)
+}
+
+/// Why output `i` may disagree when the real cause is port order: the outputs come back in
+/// another order, or the output looks like it was computed from another input.
+fn port_hint(b: &Boundary, meta: &[MetaOut], i: usize) -> String {
+    if let Some(k) = b.outputs.iter().position(|p| matches(&meta[i], p)) {
+        return format!(
+            "; it matches region output {k} (`{}`) instead: meta_impl returns the outputs in another order than the region, whose outputs are in node order ({})",
+            b.outputs[k].name,
+            b.outputs.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let like = |shape: &[String]| {
+        b.inputs.iter().position(|p| matches!(&p.kind, PortKind::Tensor { shape: s, .. } if same_shape(s, shape)))
+    };
+    let theirs: Vec<String> = meta[i].shape.iter().map(|d| d.to_string()).collect();
+    let PortKind::Tensor { shape: want, .. } = &b.outputs[i].kind else { return String::new() };
+    match (like(&theirs), like(want)) {
+        (Some(got), Some(wanted)) if got != wanted => {
+            let inputs: Vec<String> = b.inputs.iter().enumerate().map(|(k, p)| format!("{k}: `{}`", p.name)).collect();
+            format!(
+                "; its shape is that of input {got} (`{}`), the region's that of input {wanted} (`{}`): meta_impl may expect its inputs in another order than the region passes them ({}); fix the order with lower_as(..., inputs=(...))",
+                b.inputs[got].name,
+                b.inputs[wanted].name,
+                inputs.join(", ")
+            )
+        }
+        _ => String::new(),
+    }
 }
 
 fn same_shape(a: &[String], b: &[String]) -> bool {

@@ -82,3 +82,38 @@ def test_sizes_of_region_inputs_are_derived_not_inputs(strict):
     for n in (5, 13):
         inputs = qkv(n)
         torch.testing.assert_close(res.program.module()(*inputs), Attention()(*inputs))
+
+
+def _refusal(model, *inputs, plugin_kw):
+    plugin = tta.custom_plugin(**plugin_kw)
+    model.plugin = plugin
+    with pytest.raises(tta.RegionRefusedError) as err:
+        tta.rewrite(torch.export.export(model, inputs))
+    return err.value.regions[0].reason
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(8, 8))
+
+    def forward(self, x):
+        with tta.lower_as(self.plugin):
+            return x @ self.w, x.sum(0)
+
+
+def test_meta_impl_returning_a_non_tensor_says_what_to_return():
+    why = _refusal(_Scaled(), torch.randn(2, 8), plugin_kw=dict(name="symint_meta", meta_impl=lambda x, w: (x.shape[0], x)))
+    assert "must return a tensor, or a tuple or list of tensors" in why and "output 0 is SymInt" in why or "output 0 is int" in why, why
+
+
+def test_output_order_mismatch_names_the_ports():
+    why = _refusal(_Scaled(), torch.randn(2, 8),
+                   plugin_kw=dict(name="swapped_out", meta_impl=lambda x, w: (x.new_empty(8), x.new_empty(2, 8))))
+    assert "matches region output 1" in why and "in another order" in why, why
+
+
+def test_input_order_mismatch_names_the_ports():
+    why = _refusal(_Scaled(), torch.randn(2, 8),
+                   plugin_kw=dict(name="swapped_in", meta_impl=lambda w, x: (x.new_empty(x.shape), x.new_empty(8))))
+    assert "that of input 1 (`p_w`)" in why and "input 0 (`x`)" in why and "inputs=" in why, why
