@@ -1,15 +1,15 @@
 """STAND-IN for the network-building half of TensorRT's native ``tensorrt`` module: builder,
 network, builder config, optimization profiles, tensors, layers and the engine. Not TensorRT.
 
-Torch-TensorRT's real interpreter drives these objects exactly as it drives TensorRT's, and every
-call is recorded (``INetworkDefinition.calls``, ``BUILDS``) so tests can assert on the network
-that would have been built. ``add_plugin(func, aot=True)`` does what TensorRT's binding does:
-``func(QuickPluginCreationRequest.STRICT_AOT)`` runs the real ``tensorrt.plugin`` creator, and the
-layer asks the plugin for its output types and shapes; ``build_engine_with_config`` then walks
-every plugin layer through TensorRT's build-time call order (format combinations, configure,
-tactics, ``get_launch_params`` -> the plugin's ``aot_impl``, ``get_kernel``), once per tactic,
-and keeps what it returned. No kernel runs and nothing is timed: the first valid tactic stands
-for TensorRT's choice.
+Torch-TensorRT's real interpreter drives these objects as it drives TensorRT's, and every call
+is recorded (``INetworkDefinition.calls``, ``BUILDS``) so tests can assert on the network that
+would have been built. ``add_plugin(func, aot=True)`` does what TensorRT's binding does: it calls
+``func(QuickPluginCreationRequest.STRICT_AOT)``, which runs the real ``tensorrt.plugin`` creator,
+and asks the plugin for its output types and shapes; ``build_engine_with_config`` then takes
+every plugin layer, per optimization profile, through TensorRT's build-time calls (format
+combinations, configure, each tactic's ``get_launch_params`` -> the plugin's ``aot_impl``,
+``get_kernel``) and keeps what they returned (both steps are ``plugin_build.py``). No kernel
+runs and nothing is timed.
 
 Only the plugin, input, output, constant and cast layers exist; any other ``add_*`` raises with
 the remedy (keep those ops out of TensorRT with ``torch_executed_ops``).
@@ -27,189 +27,54 @@ from .exprs import InputDimExpr, OperationExpr, evaluate
 from .plugin_build import add_plugin_aot, build_plugin
 
 
-# -- enums Torch-TensorRT reads at import and while building (values as in the bindings) --
+# -- enums Torch-TensorRT reads at import and while building (member values as in the bindings) --
 
 
-class NetworkDefinitionCreationFlag(_TrtEnum):
-    STRONGLY_TYPED = 1
-    PREFER_JIT_PYTHON_PLUGINS = 2
-    PREFER_AOT_PYTHON_PLUGINS = 3
+def _enum(name: str, members: str, start: int = 0) -> type:
+    """An enum whose members are numbered from ``start`` in the order given ("-": a retired value)."""
+    return _TrtEnum(name, [(m, start + i) for i, m in enumerate(members.split()) if m != "-"])
 
 
-class LayerType(_TrtEnum):
-    CONSTANT = 11
-    IDENTITY = 15
-    PLUGIN_V3 = 45
-    CAST = 46
-
-
-class DeviceType(_TrtEnum):
-    GPU = 0
-    DLA = 1
-
-
-class EngineCapability(_TrtEnum):
-    STANDARD = 0
-    SAFETY = 1
-    DLA_STANDALONE = 2
-
-
-class ProfilingVerbosity(_TrtEnum):
-    LAYER_NAMES_ONLY = 0
-    NONE = 1
-    DETAILED = 2
-
-
-class TilingOptimizationLevel(_TrtEnum):
-    NONE = 0
-    FAST = 1
-    MODERATE = 2
-    FULL = 3
-
-
-class BuilderFlag(_TrtEnum):
-    FP16 = 0
-    INT8 = 1
-    DEBUG = 2
-    GPU_FALLBACK = 3
-    REFIT = 5
-    DISABLE_TIMING_CACHE = 6
-    TF32 = 7
-    SPARSE_WEIGHTS = 8
-    SAFETY_SCOPE = 9
-    OBEY_PRECISION_CONSTRAINTS = 10
-    PREFER_PRECISION_CONSTRAINTS = 11
-    DIRECT_IO = 12
-    REJECT_EMPTY_ALGORITHMS = 13
-    VERSION_COMPATIBLE = 14
-    EXCLUDE_LEAN_RUNTIME = 15
-    FP8 = 16
-    ERROR_ON_TIMING_CACHE_MISS = 17
-    BF16 = 18
-    DISABLE_COMPILATION_CACHE = 19
-    STRIP_PLAN = 20
-    REFIT_IDENTICAL = 21
-    WEIGHT_STREAMING = 22
-    INT4 = 23
-    REFIT_INDIVIDUAL = 24
-    STRICT_NANS = 25
-    MONITOR_MEMORY = 26
-    FP4 = 27
-    EDITABLE_TIMING_CACHE = 28
-    STRICT_TYPES = 29
-
-
-class MemoryPoolType(_TrtEnum):
-    WORKSPACE = 0
-    DLA_MANAGED_SRAM = 1
-    DLA_LOCAL_DRAM = 2
-    DLA_GLOBAL_DRAM = 3
-    TACTIC_DRAM = 4
-    TACTIC_SHARED_MEMORY = 5
-
-
-class HardwareCompatibilityLevel(_TrtEnum):
-    NONE = 0
-    AMPERE_PLUS = 1
-    SAME_COMPUTE_CAPABILITY = 2
-
-
-class RuntimePlatform(_TrtEnum):
-    SAME_AS_BUILD = 0
-    WINDOWS_AMD64 = 1
-
-
-class SerializationFlag(_TrtEnum):
-    EXCLUDE_WEIGHTS = 0
-    EXCLUDE_LEAN_RUNTIME = 1
-    INCLUDE_REFIT = 2
-
-
-class ActivationType(_TrtEnum):
-    RELU = 0
-    SIGMOID = 1
-    TANH = 2
-    LEAKY_RELU = 3
-    ELU = 4
-    SELU = 5
-    SOFTSIGN = 6
-    SOFTPLUS = 7
-    CLIP = 8
-    HARD_SIGMOID = 9
-    SCALED_TANH = 10
-    THRESHOLDED_RELU = 11
-    GELU_ERF = 12
-    GELU_TANH = 13
-
-
-class ElementWiseOperation(_TrtEnum):
-    SUM = 0
-    PROD = 1
-    MAX = 2
-    MIN = 3
-    SUB = 4
-    DIV = 5
-    POW = 6
-    FLOOR_DIV = 7
-    AND = 8
-    OR = 9
-    XOR = 10
-    EQUAL = 11
-    GREATER = 12
-    LESS = 13
-
-
-class UnaryOperation(_TrtEnum):
-    EXP = 0
-    LOG = 1
-    SQRT = 2
-    RECIP = 3
-    ABS = 4
-    NEG = 5
-    SIN = 6
-    COS = 7
-    TAN = 8
-    SINH = 9
-    COSH = 10
-    ASIN = 11
-    ACOS = 12
-    ATAN = 13
-    ASINH = 14
-    ACOSH = 15
-    ATANH = 16
-    CEIL = 17
-    FLOOR = 18
-    ERF = 19
-    NOT = 20
-    SIGN = 21
-    ROUND = 22
-    ISINF = 23
-    ISNAN = 24
-
-
-class MatrixOperation(_TrtEnum):
-    NONE = 0
-    TRANSPOSE = 1
-    VECTOR = 2
-
-
-class InterpolationMode(_TrtEnum):
-    NEAREST = 0
-    LINEAR = 1
-    CUBIC = 2
-
-
-class SampleMode(_TrtEnum):
-    STRICT_BOUNDS = 0
-    WRAP = 1
-    CLAMP = 2
-    FILL = 3
-    REFLECT = 4
-
-
-class TopKOperation(_TrtEnum):
-    MAX = 0
-    MIN = 1
+NetworkDefinitionCreationFlag = _enum(
+    "NetworkDefinitionCreationFlag",
+    "STRONGLY_TYPED PREFER_JIT_PYTHON_PLUGINS PREFER_AOT_PYTHON_PLUGINS",
+    start=1,
+)
+LayerType = _TrtEnum("LayerType", [("CONSTANT", 11), ("IDENTITY", 15), ("PLUGIN_V3", 45), ("CAST", 46)])
+DeviceType = _enum("DeviceType", "GPU DLA")
+EngineCapability = _enum("EngineCapability", "STANDARD SAFETY DLA_STANDALONE")
+ProfilingVerbosity = _enum("ProfilingVerbosity", "LAYER_NAMES_ONLY NONE DETAILED")
+TilingOptimizationLevel = _enum("TilingOptimizationLevel", "NONE FAST MODERATE FULL")
+BuilderFlag = _enum(
+    "BuilderFlag",
+    "FP16 INT8 DEBUG GPU_FALLBACK - REFIT DISABLE_TIMING_CACHE TF32 SPARSE_WEIGHTS SAFETY_SCOPE OBEY_PRECISION_CONSTRAINTS "
+    "PREFER_PRECISION_CONSTRAINTS DIRECT_IO REJECT_EMPTY_ALGORITHMS VERSION_COMPATIBLE EXCLUDE_LEAN_RUNTIME FP8 "
+    "ERROR_ON_TIMING_CACHE_MISS BF16 DISABLE_COMPILATION_CACHE STRIP_PLAN REFIT_IDENTICAL WEIGHT_STREAMING INT4 "
+    "REFIT_INDIVIDUAL STRICT_NANS MONITOR_MEMORY FP4 EDITABLE_TIMING_CACHE STRICT_TYPES",
+)
+MemoryPoolType = _enum(
+    "MemoryPoolType",
+    "WORKSPACE DLA_MANAGED_SRAM DLA_LOCAL_DRAM DLA_GLOBAL_DRAM TACTIC_DRAM TACTIC_SHARED_MEMORY",
+)
+HardwareCompatibilityLevel = _enum("HardwareCompatibilityLevel", "NONE AMPERE_PLUS SAME_COMPUTE_CAPABILITY")
+RuntimePlatform = _enum("RuntimePlatform", "SAME_AS_BUILD WINDOWS_AMD64")
+SerializationFlag = _enum("SerializationFlag", "EXCLUDE_WEIGHTS EXCLUDE_LEAN_RUNTIME INCLUDE_REFIT")
+ActivationType = _enum(
+    "ActivationType",
+    "RELU SIGMOID TANH LEAKY_RELU ELU SELU SOFTSIGN SOFTPLUS CLIP HARD_SIGMOID SCALED_TANH THRESHOLDED_RELU GELU_ERF GELU_TANH",
+)
+ElementWiseOperation = _enum(
+    "ElementWiseOperation",
+    "SUM PROD MAX MIN SUB DIV POW FLOOR_DIV AND OR XOR EQUAL GREATER LESS",
+)
+UnaryOperation = _enum(
+    "UnaryOperation",
+    "EXP LOG SQRT RECIP ABS NEG SIN COS TAN SINH COSH ASIN ACOS ATAN ASINH ACOSH ATANH CEIL FLOOR ERF NOT SIGN ROUND ISINF ISNAN",
+)
+MatrixOperation = _enum("MatrixOperation", "NONE TRANSPOSE VECTOR")
+InterpolationMode = _enum("InterpolationMode", "NEAREST LINEAR CUBIC")
+SampleMode = _enum("SampleMode", "STRICT_BOUNDS WRAP CLAMP FILL REFLECT")
+TopKOperation = _enum("TopKOperation", "MAX MIN")
 
 
 # -- interfaces Torch-TensorRT subclasses or names in annotations --
