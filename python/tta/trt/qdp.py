@@ -385,7 +385,8 @@ def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]
             if isinstance(static, int) and not lo == hi == static:
                 raise PluginError(f"{where}: input {k} dim {j} was {static} when the kernels were compiled; the profile gives [{lo}, {hi}]")
             ranges[f"i{k}_{j}"] = (lo, hi)
-    kept, refusals = [], []
+    kept: list[int] = []
+    refusals: dict[int, str] = {}
     for ins, _ in entry.combos:
         for tid, k in entry.kernels(ins).items():
             if k.code_format != "ptx" and not entry.allow_cubin:
@@ -402,12 +403,12 @@ def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]
             else:
                 g, witness = failed
                 why = f"fails at {witness}" if witness else "cannot be proven over the range"
-                refusals.append(f"tactic {tid} ({entry.tactic_labels[tid]}) needs {g}, which {why}")
+                refusals.setdefault(tid, f"tactic {tid} ({entry.tactic_labels[tid]}) needs {g}, which {why}")
     kept = [t for t in entry.tactic_ids if t in kept]
     if not kept:
         raise PluginError(
             f"{where}: no kernel config can run every shape of the optimization profile "
-            f"({_tactics.describe_ranges(ranges)}): " + "; ".join(refusals)
+            f"({_tactics.describe_ranges(ranges)}): " + "; ".join(refusals.values())
         )
     entry.allowed = kept
     return kept
