@@ -1,7 +1,7 @@
 """Run Torch-TensorRT's real Python code on a machine without a GPU or TensorRT, over the
 stand-in: the few places where it would touch CUDA or TensorRT's runtime are replaced here, each
-for the reason given. Call ``prepare()`` after ``trt_standin.install()`` and before anything
-imports ``torch_tensorrt``; ``patch_runtime()`` after it is imported.
+for the reason given. ``trt_standin.install()`` calls ``prepare()`` (needed before anything
+imports ``torch_tensorrt``); call ``patch_runtime()`` once it is imported.
 
 What still needs the caller's help: compile settings must include ``offload_module_to_cpu=True``
 (else Torch-TensorRT reads ``torch.cuda.mem_get_info()``), and programs are given to it as CPU
@@ -19,6 +19,8 @@ SM = (9, 0)  # the device the tests compile for: an H100/H200
 
 
 def prepare() -> None:
+    if torch.cuda.is_available():
+        return  # a real GPU answers these itself
     # Read at import: is_thor() in _features and is_tegra_platform() in the lowering passes.
     torch.cuda.get_device_capability = lambda *a, **k: SM
     # A CompilationSettings() default argument calls it at import.

@@ -24,13 +24,6 @@ except ModuleNotFoundError as e:
     trt = None
     MISSING = str(e)
 
-# Torch-TensorRT (tests that compile) runs over the stand-in too; its CUDA touch points are
-# replaced before it is imported (trt_standin/torch_tensorrt_env.py says which and why).
-if trt is not None:
-    from trt_standin import torch_tensorrt_env
-
-    torch_tensorrt_env.prepare()
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -365,3 +365,93 @@ def test_engine_cache_key_changes_with_the_kernel(tmp_path, monkeypatch):
         assert _engine_key(plugin([{"BLOCK": 256}])) != base
     finally:
         sys.modules.pop("tta_cache_key_kernel", None)
+
+
+# -- several outputs, guards over the profile, target SM -----------------------------------------
+
+
+def test_region_with_two_outputs(builds):
+    import two_outputs
+
+    def launch(x, a, b, *, BLOCK: int = 256):
+        two_outputs.launch(x, a, b, BLOCK)
+
+    both = tta.custom_plugin(kernel=tta.triton(launch, configs=[{"BLOCK": 256}]), meta_impl=two_outputs.meta, name="two_out")
+
+    class TwoOut(nn.Module):
+        def forward(self, x):
+            with tta.lower_as(impl=both):
+                a, b = x + 1, (x * 2).flatten()
+            return a, b
+
+    x = torch.randn(4, 8)  # static: a dynamic flatten would make the region read the size too
+    model = tta.compile(TwoOut(), (x,), **SETTINGS)
+    (placed,) = model.tta_report.regions
+    assert placed.in_tensorrt
+    (build,) = builds
+    net = build.network
+    assert _kinds(net) == ["add_input", "add_plugin", "mark_output", "mark_output"]
+    layer = _plugin_call(net)["layer"]
+    assert net.outputs == [layer.get_output(0), layer.get_output(1)]
+    assert [c[1]["shape"] for c in net.calls[2:]] == [(4, 8), (32,)]
+
+
+def _rms(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def _rms_model(plugin):
+    class Norm(nn.Module):
+        def forward(self, x, w):
+            with tta.lower_as(impl=plugin):
+                return _rms(x, w)
+
+    return Norm()
+
+
+def _rms_plugin(blocks, name):
+    return tta.custom_plugin(
+        kernel=tta.triton(rms_kernel.launch_rmsnorm, configs=[{"BLOCK": b, "eps": 1e-6} for b in blocks]),
+        meta_impl=lambda x, w: x.new_empty(x.shape),
+        name=name,
+    )
+
+
+def test_only_configs_whose_guards_hold_over_the_profile_are_offered(builds):
+    """The kernel needs the row length <= BLOCK: with rows up to 2048 long, only BLOCK=4096 may
+    be offered to TensorRT; with BLOCK=1024 alone the compile is refused, naming range and guard."""
+    n = torch.export.Dim("n", min=16, max=2048)
+    x, w = torch.randn(4, 64), torch.randn(64)
+    dyn = ({1: n}, {0: n})
+    model = tta.compile(_rms_model(_rms_plugin([1024, 4096], "rms_guarded")), (x, w), dyn, **SETTINGS)
+    (placed,) = model.tta_report.regions
+    layer = _plugin_call(builds[0].network)["layer"]
+    offered = [t for t, k in qdp.tactics(placed.op).items() if dict(k.config)["BLOCK"] == 4096]
+    assert [k.tactic for k in layer.kernels[0]] == offered
+    builds.clear()
+    with pytest.raises(tta.PluginError, match=r"(?s)no kernel config.*2048.*1024"):
+        tta.compile(_rms_model(_rms_plugin([1024], "rms_too_small")), (x, w), dyn, **SETTINGS)
+    assert builds == []
+
+
+def test_kernels_target_the_given_sm(builds):
+    x, y = _residual_inputs()
+    tta.compile(ResidualBlock(), (x, y), sm=80, **SETTINGS)
+    layer = _plugin_call(builds[0].network)["layer"]
+    assert all(b".target sm_80" in k.code for k in layer.kernels[0])
+    builds.clear()
+    tta.compile(ResidualBlock(), (x, y), **SETTINGS)  # default: the compile device's (9, 0)
+    layer = _plugin_call(builds[0].network)["layer"]
+    assert all(b".target sm_90" in k.code for k in layer.kernels[0])
+
+
+def test_example_script():
+    import os
+    import subprocess
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(repo, "python"), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, os.path.join(repo, "examples", "trt_residual.py")], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "1/1 region(s) in TensorRT" in r.stdout
+    assert "add_plugin(tta::fused_add_relu_" in r.stdout and "mark_output(output0, FLOAT, shape (-1, 1024))" in r.stdout
