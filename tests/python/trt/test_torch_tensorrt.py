@@ -455,3 +455,37 @@ def test_example_script():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "1/1 region(s) in TensorRT" in r.stdout
     assert "add_plugin(tta::fused_add_relu_" in r.stdout and "mark_output(output0, FLOAT, shape (-1, 1024))" in r.stdout
+
+
+def test_ops_that_cannot_be_plugins_still_rewrite_but_do_not_compile(builds):
+    """With tta.trt imported, tta.rewrite of a plugin without kernels works as before; compiling
+    it for TensorRT says why it cannot."""
+    shape_only = tta.custom_plugin(meta_impl=lambda x, y: x.new_empty(x.shape), name="no_kernels")
+
+    class Block(nn.Module):
+        def forward(self, x, y):
+            with tta.lower_as(impl=shape_only):
+                return torch.relu(x + y)
+
+    x, y = _residual_inputs()
+    result = tta.rewrite(torch.export.export(Block(), (x, y)))
+    assert len(result.outlined) == 1
+    torch.testing.assert_close(result.program.module()(x, y), torch.relu(x + y))
+    with pytest.raises(tta.PluginError, match="has no kernels"):
+        tta.compile(Block(), (x, y), **SETTINGS)
+    assert builds == []
+
+
+def test_program_rewritten_before_torch_tensorrt(builds):
+    """``tta.rewrite(ep).program`` handed to Torch-TensorRT: its retracing drops tta's node
+    metadata, so the layer is named after the op and node, its source taken from the stack trace."""
+    x, y = _residual_inputs()
+    result = tta.rewrite(torch.export.export(ResidualBlock(), (x, y)))
+    (region,) = result.outlined
+    torch_tensorrt.compile(result.program, ir="dynamo", arg_inputs=[x, y], min_block_size=1, **SETTINGS)
+    call = _plugin_call(builds[0].network)
+    assert call["plugin"] == f"tta::{region.op}"
+    layer = call["layer"]
+    assert layer.name.startswith(f"tta:{region.op}/")
+    meta = json.loads(layer.metadata)
+    assert meta["op"] == f"tta::{region.op}" and meta["source"] == _line_of(ResidualBlock.forward, "torch.relu")
