@@ -489,3 +489,45 @@ def test_program_rewritten_before_torch_tensorrt(builds):
     assert layer.name.startswith(f"tta:{region.op}/")
     meta = json.loads(layer.metadata)
     assert meta["op"] == f"tta::{region.op}" and meta["source"] == _line_of(ResidualBlock.forward, "torch.relu")
+
+
+def test_dynamic_dim_without_maximum_is_refused(builds):
+    x, y = _residual_inputs()
+    batch = torch.export.Dim("batch")
+    with pytest.raises(tta.PluginError, match=r"input 'x' dim 0 is dynamic without a maximum"):
+        tta.compile(ResidualBlock(), (x, y), ({0: batch}, {0: batch}), **SETTINGS)
+    assert builds == []
+
+
+class PlainNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(64) + 0.5)
+
+    def forward(self, x):
+        return _rms(x, self.weight)
+
+
+class HasNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = PlainNorm()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def test_selectors_registered_for_plain_torch_tensorrt_compile(builds):
+    x = torch.randn(8, 64)
+    ep = torch.export.export(HasNorm(), (x,))
+    tta.trt.use_selectors({PlainNorm: rmsnorm})
+    try:
+        torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=[x], min_block_size=1, **SETTINGS)
+    finally:
+        tta.trt.clear_selectors()
+    (build,) = builds
+    assert _kinds(build.network) == ["add_input", "add_constant", "add_plugin", "mark_output"]
+    assert json.loads(_plugin_call(build.network)["layer"].metadata)["region"] == "module:norm"
+    builds.clear()
+    torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=[x], min_block_size=1, torch_executed_ops=_aten_ops(HasNorm(), x, None), **SETTINGS)
+    assert builds == []  # without the selector nothing is outlined
