@@ -139,6 +139,38 @@ fn port_hint(b: &Boundary, meta: &[MetaOut], i: usize) -> String {
     }
 }
 
+/// `text` with each identifier that is not a function name replaced by `d<k>`, `k` its position
+/// in `seen` (appended to on first sight).
+fn rename_symbols(text: &str, seen: &mut Vec<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if !(c.is_ascii_alphabetic() || c == '_') {
+            out.push(c);
+            continue;
+        }
+        let mut end = i + c.len_utf8();
+        while let Some(&(j, d)) = chars.peek() {
+            if !(d.is_ascii_alphanumeric() || d == '_') {
+                break;
+            }
+            end = j + d.len_utf8();
+            chars.next();
+        }
+        let word = &text[i..end];
+        if chars.peek().is_some_and(|&(_, d)| d == '(') {
+            out.push_str(word);
+            continue;
+        }
+        let k = seen.iter().position(|s| s == word).unwrap_or_else(|| {
+            seen.push(word.to_owned());
+            seen.len() - 1
+        });
+        out.push_str(&format!("d{k}"));
+    }
+    out
+}
+
 fn same_shape(a: &[String], b: &[String]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| match (expr::canonical(x), expr::canonical(y)) {
@@ -148,15 +180,22 @@ fn same_shape(a: &[String], b: &[String]) -> bool {
 }
 
 /// Canonical text of a boundary, the part of the op name that depends on the signature.
+/// Shape symbols are renamed `d0`, `d1`, ... in order of first appearance: torch names them
+/// differently under strict and non-strict export (`s6` vs `s77`) for the same region.
 pub fn canonical(b: &Boundary) -> String {
-    let port = |p: &Port| match &p.kind {
+    let mut symbols: Vec<String> = Vec::new();
+    let mut canon = |d: &str| {
+        let renamed = rename_symbols(d, &mut symbols);
+        expr::canonical(&renamed).unwrap_or(renamed)
+    };
+    let mut port = |p: &Port| match &p.kind {
         PortKind::Tensor { dtype, shape } => {
-            let dims: Vec<String> = shape.iter().map(|d| expr::canonical(d).unwrap_or_else(|_| d.clone())).collect();
+            let dims: Vec<String> = shape.iter().map(|d| canon(d)).collect();
             format!("{dtype}[{}]{}", dims.join(","), if p.mutated { "!" } else { "" })
         }
-        PortKind::SymInt { expr: e } => format!("SymInt({})", expr::canonical(e).unwrap_or_else(|_| e.clone())),
+        PortKind::SymInt { expr: e } => format!("SymInt({})", canon(e)),
     };
-    let ins: Vec<String> = b.inputs.iter().map(port).collect();
-    let outs: Vec<String> = b.outputs.iter().map(port).collect();
+    let ins: Vec<String> = b.inputs.iter().map(&mut port).collect();
+    let outs: Vec<String> = b.outputs.iter().map(&mut port).collect();
     format!("({}) -> ({})", ins.join(", "), outs.join(", "))
 }
