@@ -22,4 +22,4 @@ pub use elf::{cubin_params, debug_ptx_from_cubin, KernelParam};
 pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual, Span};
 pub use qdp::{check_slots, to_qdp_abi, QdpPtx, QdpSlots, QdpSpec};
-pub use rewrite::{check_version, drop_trailing_scratch, permute_params, relabel_version};
+pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};

@@ -176,9 +176,10 @@ def test_cubin_is_refused_unless_asked_for():
     entry = qdp._entries[name]
     kernels = qdp.tactics(name, ["float32", "float32"])
     fake = {t: k.__class__(**{**k.__dict__, "code": b"\x7fELF cubin", "code_format": "cubin", "backend": "cutile"}) for t, k in kernels.items()}
-    key = (("float32", "float32"), entry.sm, entry.max_ptx)
-    saved = entry.compiled[key]
-    entry.compiled[key] = fake
+    keys = [(("float32", "float32"), entry.sm, entry.max_ptx, allow) for allow in (False, True)]
+    saved = {key: entry.compiled.get(key) for key in keys}
+    for key in keys:
+        entry.compiled[key] = fake
     try:
         added = add_plugin_aot(trtp.op.tta.ex_triton_add_relu(*_itensors(ex, torch.float32)))
         with pytest.raises(PluginError, match="TensorRT documents only PTX for AOT plugins"):
@@ -186,7 +187,11 @@ def test_cubin_is_refused_unless_asked_for():
         qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, allow_cubin=True)
         assert all(k.code == b"\x7fELF cubin" for k in build_plugin(added, _profile(ex, torch.float32)))
     finally:
-        entry.compiled[key] = saved
+        for key, value in saved.items():
+            if value is None:
+                entry.compiled.pop(key, None)
+            else:
+                entry.compiled[key] = value
         qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
 
 
