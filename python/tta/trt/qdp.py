@@ -2,12 +2,13 @@
 
 Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compile``):
 
-``register(op_name, *, sm=90, max_ptx=90) -> str``
+``register(op_name, *, sm=KEEP, max_ptx=KEEP, allow_cubin=KEEP) -> str``
     Define plugin ``"tta::<op_name>"`` for the ``tta::<op_name>`` torch op (``trtp.register``,
     ``trtp.autotune``, ``trtp.aot_impl``) and return its id. Idempotent and thread-safe: the
-    trtp definitions are made once per process; a later call only updates the target
-    (``sm``: compute capability the kernels are compiled for; ``max_ptx``: newest PTX ISA the
-    target driver JIT-compiles, Triton's spelling, 90 = ISA 9.0). The op must have been created
+    trtp definitions are made once per process; a later call only updates the target options
+    it is given (``sm``: compute capability the kernels are compiled for, default 90;
+    ``max_ptx``: newest PTX ISA the target driver JIT-compiles, Triton's spelling, default
+    90 = ISA 9.0, None = no cap; ``allow_cubin``, default False: see below). The op must have been created
     by ``tta.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
     attributes: call the op as ``trtp.op.tta.<op_name>(*itensors)``.
 
@@ -56,6 +57,9 @@ from ..errors import PluginError
 from . import qdp_shapes, tactics as _tactics
 
 NAMESPACE = "tta"
+
+# "Leave this target option as it is" (a new plugin starts at sm 90, max_ptx 90, no CUBIN).
+KEEP = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
 
 # tta dtype names -> TensorRT DataType member names (autotune strings and descriptor dtypes).
 TRT_DTYPES = {
@@ -188,14 +192,14 @@ def define(
     *,
     dtypes: Sequence[Sequence[str]] | None = None,
     attributes: Sequence[Attribute] = (),
-    sm: int = 90,
-    max_ptx: int | None = 90,
-    allow_cubin: bool = False,
+    sm: Any = KEEP,
+    max_ptx: Any = KEEP,
+    allow_cubin: Any = KEEP,
 ) -> str:
     """Define plugin ``tta::<name>`` for a tta ``Plugin`` whose kernels take ``input_metas``
     (a dim that is None is dynamic) and whose outputs ``output_fn`` computes from fake inputs.
     ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``).
-    Idempotent per name; a later call only updates the target (sm, max_ptx, allow_cubin)."""
+    Idempotent per name; a later call only updates the target options it is given."""
     with _lock:
         entry = _entries.get(name)
         if entry is None:
@@ -204,8 +208,13 @@ def define(
             _entries[name] = entry
         elif entry.plugin is not plugin and getattr(entry.plugin, "key", None) != getattr(plugin, "key", None):
             raise PluginError(f"plugin {entry.plugin_id} is already defined for {entry.plugin!r}, not {plugin!r}")
-        if (entry.sm, entry.max_ptx, entry.allow_cubin) != (sm, max_ptx, allow_cubin):
-            entry.sm, entry.max_ptx, entry.allow_cubin = sm, max_ptx, allow_cubin
+        with entry.lock:
+            if sm is not KEEP:
+                entry.sm = int(sm)
+            if max_ptx is not KEEP:
+                entry.max_ptx = None if max_ptx is None else int(max_ptx)
+            if allow_cubin is not KEEP:
+                entry.allow_cubin = bool(allow_cubin)
         return entry.plugin_id
 
 
@@ -367,7 +376,7 @@ def _aot_impl(entry: _Entry, inputs, attr_values: dict, outputs, tactic: int):
 # -- the op-level interface --------------------------------------------------------------------
 
 
-def register(op_name: str, *, sm: int = 90, max_ptx: int | None = 90, allow_cubin: bool = False) -> str:
+def register(op_name: str, *, sm: Any = KEEP, max_ptx: Any = KEEP, allow_cubin: Any = KEEP) -> str:
     """See the module docstring."""
     entry = _entries.get(op_name)
     if entry is not None:

@@ -192,7 +192,7 @@ def test_cubin_is_refused_unless_asked_for():
                 entry.compiled.pop(key, None)
             else:
                 entry.compiled[key] = value
-        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, allow_cubin=False)
 
 
 class _Block(torch.nn.Module):
@@ -257,6 +257,18 @@ def test_rmsnorm_region_profile_beyond_its_block_is_refused(rewritten):
     assert len(qdp.restrict_tactics(op, [[(1, 64), (16, 16), (64, 64)], [(64, 64)]])) == 2
     with pytest.raises(PluginError, match="input 0 dim 2 was 64 when the kernels were compiled"):
         qdp.restrict_tactics(op, [[(1, 64), (16, 16), (1, 8192)], [(64, 64)]])
+
+
+def test_a_later_register_keeps_the_target_it_is_not_given():
+    ex, pid = _define_example("triton_softmax")
+    name = pid.split("::")[1]
+    entry = qdp._entries[name]
+    try:
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=100, max_ptx=None)
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
+        assert (entry.sm, entry.max_ptx, entry.allow_cubin) == (100, None, False)
+    finally:
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=90, max_ptx=90)
 
 
 def test_unknown_op_and_attribute_rules():
