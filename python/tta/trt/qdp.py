@@ -86,7 +86,9 @@ class Attribute:
     """A plugin attribute: name and Python type. ``str``, ``bytes`` and ``bool`` work with every
     TensorRT 10.9-11.4; ``int`` and ``float`` fail at plugin creation on TensorRT <= 11.1 with
     NumPy >= 2.4 (the package calls ``int()`` on a 1-element array), so they are refused there.
-    Values are passed to ``aot_impl`` and to the kernel's launch code as keyword config."""
+    ``aot_impl`` receives every value, in registration order (TensorRT does not serialize AOT
+    attributes); the kernels compiled today do not depend on them: specializing a kernel by
+    attribute value is for the custom-op path to add."""
 
     name: str
     type: type

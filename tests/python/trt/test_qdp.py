@@ -271,6 +271,25 @@ def test_a_later_register_keeps_the_target_it_is_not_given():
         qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=90, max_ptx=90)
 
 
+def test_str_and_bool_attributes_reach_aot_impl():
+    ex = by_name("triton_add_relu")
+    attrs = [qdp.Attribute("mode", str), qdp.Attribute("flag", bool)]
+    pid = qdp.define("ex_attrs", ex.plugin(), ex.input_metas(torch.float32), ex.meta, attributes=attrs)
+    seen = []
+    original = qdp._aot_impl
+    qdp._aot_impl = lambda entry, inputs, values, outputs, tactic: seen.append(values) or original(entry, inputs, values, outputs, tactic)
+    try:
+        x = _itensors(ex, torch.float32)
+        added = add_plugin_aot(trtp.op.tta.ex_attrs(*x, mode="fast", flag=True))
+        assert added.plugin.attrs == {"mode": "fast", "flag": True}
+        assert len(build_plugin(added, _profile(ex, torch.float32))) == len(ex.configs)
+    finally:
+        qdp._aot_impl = original
+    assert seen and all(v == {"mode": "fast", "flag": True} for v in seen)
+    with pytest.raises(ValueError, match="Unexpected schema"):
+        trtp.op.tta.ex_attrs(*x, flag=True, mode="fast")
+
+
 def test_unknown_op_and_attribute_rules():
     with pytest.raises(PluginError, match="not a tta op of this process"):
         qdp.register("no_such_op")
