@@ -9,12 +9,17 @@ idempotent and thread-safe: the same op name always means the same signature and
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 import torch.fx
 
+from .core import Port
 from .plugin import Plugin
+
+# ``launch(plugin, inputs, body)``: run the plugin's own kernel on real inputs, or None when it
+# cannot run there (the caller then runs the region body).
+EagerLauncher = Callable[[Plugin, tuple, torch.fx.GraphModule], "tuple | None"]
 
 NAMESPACE = "tta"
 
@@ -24,15 +29,15 @@ _bodies: dict[str, torch.fx.GraphModule] = {}
 _lock = threading.Lock()
 
 
-def schema(inputs: list[dict], outputs: list[dict]) -> str:
-    """``(Tensor x0, SymInt x1) -> (Tensor, Tensor)`` from the pass's port lists."""
+def schema(inputs: Sequence[Port], n_outputs: int) -> str:
+    """``(Tensor x0, SymInt x1) -> (Tensor, Tensor)`` from the region's inputs."""
     params = []
     for i, p in enumerate(inputs):
-        if p["kind"] == "tensor":
-            params.append(f"Tensor{'(a' + str(i) + '!)' if p.get('mutated') else ''} x{i}")
+        if p.is_tensor:
+            params.append(f"Tensor{'(a' + str(i) + '!)' if p.mutated else ''} x{i}")
         else:
             params.append(f"SymInt x{i}")
-    rets = ["Tensor"] * len(outputs)
+    rets = ["Tensor"] * n_outputs
     ret = rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
     return f"({', '.join(params)}) -> {ret}"
 
@@ -58,12 +63,10 @@ def _detach_aliases(inputs, outputs):
     return tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outputs)
 
 
-def _make_eager(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
+def _make_eager(plugin: Plugin, body: torch.fx.GraphModule, n_out: int, launch: EagerLauncher | None) -> Callable:
     def eager(*inputs):
         outs = None
-        if plugin.kernels:
-            from .aot.eager import launch  # imports the kernel DSLs only when needed
-
+        if plugin.kernels and launch is not None:
             outs = launch(plugin, inputs, body)
         if outs is None:
             outs = body(*inputs)
@@ -88,8 +91,10 @@ def _make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callab
     return fake
 
 
-def ensure_op(op: str, inputs: list[dict], outputs: list[dict], plugin: Plugin, body: Callable[[], torch.fx.GraphModule]) -> torch._ops.OpOverload:
-    """Register ``tta::<op>`` once; ``body`` builds the region body only when needed."""
+def ensure_op(op: str, inputs: Sequence[Port], n_outputs: int, plugin: Plugin, body: Callable[[], torch.fx.GraphModule],
+              launch: EagerLauncher | None = None) -> torch._ops.OpOverload:
+    """Register ``tta::<op>`` once; ``body`` builds the region body only when needed. The eager
+    impl runs ``launch`` (the plugin's own kernel) where it can, else the region body."""
     existing = _ops.get(op)
     if existing is not None:
         return existing
@@ -98,9 +103,9 @@ def ensure_op(op: str, inputs: list[dict], outputs: list[dict], plugin: Plugin, 
         if existing is not None:
             return existing
         gm = body()
-        n_out = len(outputs)
-        _lib.define(op + schema(inputs, outputs))
-        _lib.impl(op, _make_eager(plugin, gm, n_out), "CompositeExplicitAutograd")
+        n_out = n_outputs
+        _lib.define(op + schema(inputs, n_out))
+        _lib.impl(op, _make_eager(plugin, gm, n_out, launch), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm

@@ -4,7 +4,6 @@ nvidia-cutlass-dsl; without it these tests fail, they do not skip."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import cutlass.cute  # noqa: F401  (fail loudly when CuTeDSL is missing)
@@ -13,8 +12,8 @@ import torch
 
 import cutedsl_cases as cases
 import tta.specs as specs
-from tta import _core
-from tta.aot import cutedsl, ptxabi
+from tta import core
+from tta.aot import cutedsl
 from tta.aot.base import symbol_values
 from tta.aot.record import TensorMeta
 from tta.errors import PluginError
@@ -44,7 +43,7 @@ def compiled():
 
 
 def _eval(expr: str, env: dict) -> int:
-    return _core.eval_expr(expr, json.dumps(env))
+    return core.eval_expr(expr, env)
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
@@ -54,23 +53,23 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
     for k in compiled[(name, dtype)]:
         assert k.backend == "cutedsl" and k.code_format == "ptx" and k.sm == 90
         ptx = k.code.decode()
-        module = ptxabi.parse(ptx)
+        module = core.ptx_parse(ptx)
         # The cu12 flavour's ISA, which a CUDA 13.0 driver (max 9.0) JIT-compiles.
-        assert k.ptx_version == module["version"] == "8.8"
-        assert module["target"] == ["sm_90a"]
-        (entry,) = module["entries"]
-        assert entry["name"] == k.entry
-        kinds = [(p["ty"], p["ptr"] is not None, p["array_len"]) for p in entry["params"]]
+        assert k.ptx_version == module.version == "8.8"
+        assert module.target == ("sm_90a",)
+        (entry,) = module.entries
+        assert entry.name == k.entry
+        kinds = [(p.ty, p.is_ptr, p.array_len) for p in entry.params]
         n_x = len(k.extras)
         assert kinds == [(".u64", True, None)] * n_in + [(".u32", False, None)] * n_x + [(".u64", True, None)]
         # The declarations were reordered (the body refers to them by name): the kernel declares
         # its pointers first and the sizes last, so the output's old name comes last.
-        declared = [p["name"].rsplit("_", 1)[1] for p in entry["params"]]
+        declared = [p.name.rsplit("_", 1)[1] for p in entry.params]
         roles = [tuple(r) for r in k.meta["kernel_params"]]
         rank = {"input": 0, "extra": 1, "output": 2}
         assert declared == [str(i) for i in sorted(range(len(roles)), key=lambda i: (rank[roles[i][0]], roles[i][1]))]
         assert declared != sorted(declared)
-        assert tuple(entry["reqntid"]) == k.block
+        assert entry.reqntid == k.block
 
 
 EXPECTED = {
@@ -127,7 +126,7 @@ def test_expressions_render_for_tensorrt(compiled):
         for k in kernels:
             for e in (*k.grid, *k.extras):
                 if not e.isdigit():
-                    _core.trtp_expr(e, "{}")
+                    core.trtp_expr(e)
 
 
 def test_ptx_newer_than_the_driver_is_shipped_as_cubin():
@@ -135,8 +134,8 @@ def test_ptx_newer_than_the_driver_is_shipped_as_cubin():
     ex = by_name("cutedsl_rmsnorm")
     k = cutedsl.compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 80)
     assert k.code_format == "cubin" and k.code[:4] == b"\x7fELF" and k.ptx_version == "8.8"
-    layout = sorted(json.loads(_core.ptx_cubin_params(k.code, k.entry)), key=lambda p: p["ordinal"])
-    assert [p["size"] for p in layout] == [8, 8, 4, 4, 8]
+    layout = core.cubin_params(k.code, k.entry)
+    assert [p.size for p in layout] == [8, 8, 4, 4, 8]
     assert "shipped as a CUBIN" in k.meta["note"]
 
 
@@ -159,7 +158,7 @@ def test_a_stream_argument_stays_on_the_host():
     k = _compile(cases.launch_with_stream)
     assert [h["kind"] for h in k.meta["host"]] == ["pointer", "pointer", "int", "stream"]
     assert k.extras == ("i0_0*i0_1",) and k.grid == ("FloorDiv(i0_0*i0_1 + 127, 128)", "1", "1")
-    assert [p["ty"] for p in ptxabi.parse(k.code.decode())["entries"][0]["params"]] == [".u64", ".u32", ".u64"]
+    assert [p.ty for p in core.ptx_parse(k.code.decode()).entries[0].params] == [".u64", ".u32", ".u64"]
 
 
 @pytest.mark.parametrize(

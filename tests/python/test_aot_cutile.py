@@ -5,7 +5,6 @@ tta/aot/cuda_tools.py); without them these tests fail, they do not skip."""
 
 from __future__ import annotations
 
-import json
 
 import cuda.tile  # noqa: F401  (fail loudly when cuTile is missing)
 import pytest
@@ -13,7 +12,7 @@ import torch
 
 import cutile_cases as cases
 import tta.specs as specs
-from tta import _core
+from tta import core
 from tta.aot import cutile, ptxabi
 from tta.aot.base import symbol_values
 from tta.aot.record import TensorMeta
@@ -44,7 +43,7 @@ def compiled():
 
 
 def _eval(expr: str, env: dict) -> int:
-    return _core.eval_expr(expr, json.dumps(env))
+    return core.eval_expr(expr, env)
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
@@ -55,19 +54,19 @@ def test_qdp_abi_on_real_cubin(compiled, name, dtype):
         assert k.backend == "cutile" and k.code_format == "cubin" and k.code[:4] == b"\x7fELF"
         assert k.sm == 90 and k.block == (1, 1, 1) and k.shared_mem == 0
         # The PTX the CUBIN was built from: a tile kernel (.language 7) for sm_90, ISA 9.4.
-        ptx = _core.ptx_from_cubin(k.code)
-        module = ptxabi.parse(ptx)
-        assert k.ptx_version == module["version"] == "9.4"
-        assert module["target"][0].startswith("sm_90")
-        entry = ptxabi.entry(ptx, k.entry)
-        assert entry["language"] == 7 and entry["reqntid"] == k.meta["reqntid"]
-        kinds = [(p["ty"], p["ptr"] is not None, p["hidden"]) for p in entry["params"]]
+        ptx = core.ptx_from_cubin(k.code)
+        module = core.ptx_parse(ptx)
+        assert k.ptx_version == module.version == "9.4"
+        assert module.target[0].startswith("sm_90")
+        entry = ptxabi.entry_of(ptx, k.entry)
+        assert entry.language == 7 and list(entry.reqntid) == k.meta["reqntid"]
+        kinds = [(p.ty, p.is_ptr, p.hidden) for p in entry.params]
         n_x = len(k.extras)
         assert kinds == [(".u64", True, False)] * n_in + [(".u32", False, False)] * n_x + [(".u64", True, False)]
         # What ptxas laid out in the CUBIN: 8-byte pointers around 4-byte int32 extras.
-        layout = sorted(json.loads(_core.ptx_cubin_params(k.code, k.entry)), key=lambda p: p["ordinal"])
-        assert [p["size"] for p in layout] == [8] * n_in + [4] * n_x + [8]
-        assert [p["offset"] for p in layout] == sorted(p["offset"] for p in layout)
+        layout = core.cubin_params(k.code, k.entry)
+        assert [p.size for p in layout] == [8] * n_in + [4] * n_x + [8]
+        assert [p.offset for p in layout] == sorted(p.offset for p in layout)
         assert k.input_dtypes == (str(dtype)[6:],) * n_in and k.output_dtypes == (str(dtype)[6:],)
         assert "CUBIN acceptance is unverified" in k.meta["note"]
 
@@ -115,7 +114,7 @@ def test_expressions_render_for_tensorrt(compiled):
         for k in kernels:
             for e in (*k.grid, *k.extras):
                 if not e.isdigit():  # constants go to TensorRT as ints
-                    _core.trtp_expr(e, "{}")
+                    core.trtp_expr(e)
 
 
 def test_entry_rebuilds_the_native_arrays(compiled):
@@ -141,8 +140,8 @@ def _compile(fn, n_inputs=1, config=None, **options):
 
 def test_an_input_the_kernel_ignores_still_gets_its_pointer():
     k = _compile(cases.launch_copy_ignoring_y, n_inputs=2)
-    entry = ptxabi.entry(_core.ptx_from_cubin(k.code), k.entry)
-    assert [p["ty"] for p in entry["params"]] == [".u64", ".u64", ".u32", ".u64"]
+    entry = ptxabi.entry_of(core.ptx_from_cubin(k.code), k.entry)
+    assert [p.ty for p in entry.params] == [".u64", ".u64", ".u32", ".u64"]
     assert k.extras == ("i0_0*i0_1",)
 
 

@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
+from tta.aot import ptxabi
 from tta.aot import triton as tb
 from tta.aot.record import Session, TensorMeta
 from tta.errors import PluginError
@@ -92,7 +93,7 @@ def test_roles_extras_constants_and_grid():
     assert plan.options == {"num_warps": 2}
     assert plan.signature == {"out_ptr": "*fp32", "x_ptr": "*fp32", "n": "i32", "stride": "constexpr", "factor": "constexpr", "FLAG": "constexpr", "BLOCK": "constexpr"}
     # runtime params in kernel order: out, x, n -> QDP order: x (input), n (extra), out (output)
-    assert plan.qdp_permutation() == [1, 2, 0]
+    assert ptxabi.qdp_order(plan.runtime_roles()) == [1, 2, 0]
 
 
 def test_callable_grid_and_2d_extras():

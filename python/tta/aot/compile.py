@@ -340,3 +340,24 @@ def compile_plugin(
     if not plugin.kernels:
         raise PluginError(f"{plugin.name}: the plugin has no kernels to compile")
     return compile_specs(plugin.kernels, input_metas, out, sm=sm, max_ptx=max_ptx, **kw)
+
+
+def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, **options: Any) -> dict[str, list[CompiledKernel]]:
+    """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled
+    ahead of time for the region's signature: one ``CompiledKernel`` per (kernel spec, config);
+    dims that are symbolic in the graph stay dynamic. Returns op name -> kernels (ops whose
+    plugin has no kernels are left out)."""
+    from .. import ops
+    from ..plugin import lookup
+
+    out: dict[str, list[CompiledKernel]] = {}
+    for r in regions:
+        plugin = lookup(r.impl)
+        if r.op is None or r.op in out or plugin is None or not plugin.kernels:
+            continue
+        if not all(p.is_tensor for p in r.inputs):
+            raise PluginError(f"{r.op}: a kernel plugin takes tensors only; region {r.id} also reads integers")
+        metas = [TensorMeta.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in r.inputs]
+        outputs = plugin.meta_impl or ops.body_of(r.op)
+        out[r.op] = compile_plugin(plugin, metas, outputs, sm=sm, max_ptx=max_ptx, **options)
+    return out

@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import tempfile
 import threading
 import typing
@@ -46,7 +45,7 @@ from typing import Any, Callable
 
 import torch
 
-from .. import _core
+from .. import core
 from ..errors import PluginError
 from . import cuda_tools, ptxabi
 from .base import CompiledKernel
@@ -273,8 +272,7 @@ def _isa_option(max_ptx: int | str | None) -> int | None:
     """Triton's spelling of a PTX ISA (90 = 9.0); "9.0" is accepted too."""
     if max_ptx is None or isinstance(max_ptx, int):
         return max_ptx
-    major, minor = str(max_ptx).split(".")
-    return int(major) * 10 + int(minor)
+    return ptxabi.isa_option(str(max_ptx))
 
 
 def toolchain() -> dict[str, str]:
@@ -315,10 +313,10 @@ def compile_plan(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tup
 
 
 def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx: int | None, config: tuple, here: str) -> CompiledKernel:
-    module = ptxabi.parse(ptx)
-    entries = [e for e in module["entries"] if e["visible"]]
+    module = core.ptx_parse(ptx)
+    entries = [e for e in module.entries if e.visible]
     if len(entries) != 1:
-        raise PluginError(f"{here}: expected one kernel in the PTX, found {[e['name'] for e in entries]}")
+        raise PluginError(f"{here}: expected one kernel in the PTX, found {[e.name for e in entries]}")
     entry = entries[0]
     params = launch.params  # the kernel's runtime params in declaration order: (role, index)
     for kind, ports in (("input", plan.input_dtypes), ("output", plan.output_dtypes)):
@@ -329,25 +327,20 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
                     f"{here}: the kernel takes {kind} {k} {len(uses)} times; TensorRT passes a pointer for every input "
                     "and output, so the kernel must take each of them exactly once"
                 )
-    rank = {"input": 0, "extra": 1, "output": 2}
-    order = sorted(range(len(params)), key=lambda i: (rank[params[i][0]], params[i][1]))
-    slots = (len(plan.input_dtypes), len(launch.extras), len(plan.output_dtypes))
-    reqntid = entry.get("reqntid")
+    slots = ptxabi.slots_of(params)
+    reqntid = entry.reqntid
     if reqntid and tuple(reqntid) + (1,) * (3 - len(reqntid)) != tuple(launch.block):
         raise PluginError(f"{here}: the launch's block {launch.block} differs from the kernel's .reqntid {reqntid}")
-    version = module["version"]
-    fits = max_ptx is None or _isa_option(version) <= max_ptx
+    version = module.version
+    fits = max_ptx is None or ptxabi.isa_option(version) <= max_ptx
     # The kernel's declared parameters are checked against the traced ones (count and kinds) here.
-    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry["name"], user_params=len(params), permutation=order, slots=slots,
+    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, user_params=len(params), permutation=ptxabi.qdp_order(params), slots=slots,
                                max_ptx=max_ptx if fits else None, where=here)
     if fits:
         code, code_format = qdp.encode(), "ptx"
     else:
         code, code_format = cuda_tools.assemble(qdp, sm), "cubin"
-        sizes = [p["size"] for p in sorted(json.loads(_core.ptx_cubin_params(code, entry["name"])), key=lambda p: p["ordinal"])]
-        want = [8] * slots[0] + [4] * slots[1] + [8] * slots[2]
-        if sizes != want:
-            raise PluginError(f"{here}: the assembled CUBIN lays out parameters of sizes {sizes}, but TensorRT passes {want}")
+        ptxabi.check_cubin_layout(code, entry.name, slots, f"{here} (assembled)")
     notes = [] if fits else [f"PTX ISA {version} is newer than max_ptx={max_ptx}: shipped as a CUBIN (TensorRT acceptance unverified)"]
     if shared_mem > 48 * 1024:
         notes.append(
@@ -356,7 +349,7 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
         )
     return CompiledKernel(
         backend="cutedsl",
-        entry=entry["name"],
+        entry=entry.name,
         code=code,
         code_format=code_format,
         grid=launch.grid,

@@ -31,7 +31,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-from .. import _core
+from .. import core
 from ..errors import PluginError
 from .base import input_symbol
 
@@ -98,7 +98,7 @@ class TensorMeta:
 
 def canonical(text: str) -> str:
     """Canonical text of a shape expression (Rust's expression algebra)."""
-    return _core.canonical_expr(text)
+    return core.canonical_expr(text)
 
 
 class Session:

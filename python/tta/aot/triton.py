@@ -34,6 +34,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import PluginError
+from . import ptxabi
 from .base import CompiledKernel
 from .record import Session, constant_int, dtype_name, launch_name, patched, source_identity
 
@@ -168,11 +169,8 @@ class TritonPlan:
     def runtime_params(self) -> list[Param]:
         return [p for p in self.params if p.role != "constexpr"]
 
-    def qdp_permutation(self) -> list[int]:
-        """``perm[i]`` = index (among the kernel's runtime params) of QDP slot ``i``."""
-        rt = self.runtime_params()
-        order = {"input": 0, "extra": 1, "output": 2}
-        return sorted(range(len(rt)), key=lambda i: (order[rt[i].role], rt[i].index))
+    def runtime_roles(self) -> list[tuple[str, int]]:
+        return [(p.role, p.index) for p in self.runtime_params()]
 
 
 def _option_names() -> set[str]:
@@ -379,19 +377,13 @@ def compile_plan(
     md = compiled.metadata
     _check_launchable(md, f"{where}: kernel {kname}")
     ptx = compiled.asm["ptx"]
-    rt = plan.runtime_params()
-    from .ptxabi import to_qdp_abi
-
-    abi_ptx, version = to_qdp_abi(
+    roles = plan.runtime_roles()
+    abi_ptx, version = ptxabi.to_qdp_abi(
         ptx,
         entry=md.name,
-        user_params=len(rt),
-        permutation=plan.qdp_permutation(),
-        slots=(
-            sum(p.role == "input" for p in rt),
-            sum(p.role == "extra" for p in rt),
-            sum(p.role == "output" for p in rt),
-        ),
+        user_params=len(roles),
+        permutation=ptxabi.qdp_order(roles),
+        slots=ptxabi.slots_of(roles),
         scratch_sizes=(getattr(md, "global_scratch_size", 0) or 0, getattr(md, "profile_scratch_size", 0) or 0),
         max_ptx=max_ptx,
         where=f"{where}: kernel {kname}",
