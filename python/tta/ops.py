@@ -26,6 +26,7 @@ NAMESPACE = "tta"
 _lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive for the whole process
 _ops: dict[str, torch._ops.OpOverload] = {}
 _bodies: dict[str, torch.fx.GraphModule] = {}
+_signatures: dict[str, tuple[list[dict], list[dict], Plugin]] = {}
 _lock = threading.Lock()
 
 
@@ -109,6 +110,7 @@ def ensure_op(op: str, inputs: Sequence[Port], n_outputs: int, plugin: Plugin, b
         torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm
+        _signatures[op] = (inputs, outputs, plugin)
         _ops[op] = overload
         return overload
 
@@ -116,3 +118,9 @@ def ensure_op(op: str, inputs: Sequence[Port], n_outputs: int, plugin: Plugin, b
 def body_of(op: str) -> torch.fx.GraphModule | None:
     """The region body an op was registered with (its fallback implementation)."""
     return _bodies.get(op)
+
+
+def signature_of(op: str) -> tuple[list[dict], list[dict], Plugin] | None:
+    """(input ports, output ports, plugin) an op was registered with: the region signature
+    the Rust pass computed (each port: kind, dtype, shape as graph-symbol expressions)."""
+    return _signatures.get(op)
