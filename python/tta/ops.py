@@ -26,11 +26,11 @@ NAMESPACE = "tta"
 _lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive for the whole process
 _ops: dict[str, torch._ops.OpOverload] = {}
 _bodies: dict[str, torch.fx.GraphModule] = {}
-_signatures: dict[str, tuple[list[dict], list[dict], Plugin]] = {}
+_signatures: dict[str, tuple[Sequence[Port], Sequence[Port], Plugin]] = {}
 _lock = threading.Lock()
 
 
-def schema(inputs: Sequence[Port], n_outputs: int) -> str:
+def schema(inputs: Sequence[Port], outputs: Sequence[Port]) -> str:
     """``(Tensor x0, SymInt x1) -> (Tensor, Tensor)`` from the region's inputs."""
     params = []
     for i, p in enumerate(inputs):
@@ -38,7 +38,7 @@ def schema(inputs: Sequence[Port], n_outputs: int) -> str:
             params.append(f"Tensor{'(a' + str(i) + '!)' if p.mutated else ''} x{i}")
         else:
             params.append(f"SymInt x{i}")
-    rets = ["Tensor"] * n_outputs
+    rets = ["Tensor"] * len(outputs)
     ret = rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
     return f"({', '.join(params)}) -> {ret}"
 
@@ -92,7 +92,7 @@ def _make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callab
     return fake
 
 
-def ensure_op(op: str, inputs: Sequence[Port], n_outputs: int, plugin: Plugin, body: Callable[[], torch.fx.GraphModule],
+def ensure_op(op: str, inputs: Sequence[Port], outputs: Sequence[Port], plugin: Plugin, body: Callable[[], torch.fx.GraphModule],
               launch: EagerLauncher | None = None) -> torch._ops.OpOverload:
     """Register ``tta::<op>`` once; ``body`` builds the region body only when needed. The eager
     impl runs ``launch`` (the plugin's own kernel) where it can, else the region body."""
@@ -104,8 +104,8 @@ def ensure_op(op: str, inputs: Sequence[Port], n_outputs: int, plugin: Plugin, b
         if existing is not None:
             return existing
         gm = body()
-        n_out = n_outputs
-        _lib.define(op + schema(inputs, n_out))
+        n_out = len(outputs)
+        _lib.define(op + schema(inputs, outputs))
         _lib.impl(op, _make_eager(plugin, gm, n_out, launch), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
@@ -120,7 +120,7 @@ def body_of(op: str) -> torch.fx.GraphModule | None:
     return _bodies.get(op)
 
 
-def signature_of(op: str) -> tuple[list[dict], list[dict], Plugin] | None:
+def signature_of(op: str) -> tuple[Sequence[Port], Sequence[Port], Plugin] | None:
     """(input ports, output ports, plugin) an op was registered with: the region signature
-    the Rust pass computed (each port: kind, dtype, shape as graph-symbol expressions)."""
+    the Rust pass computed."""
     return _signatures.get(op)

@@ -119,7 +119,7 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], move
         outputs = [nodes[o] for o in e.outputs]
         region = regions[e.region]
         plugin = lookup(region.impl)
-        op = ops.ensure_op(e.op, region.inputs, len(region.outputs), plugin, lambda: ops.extract_body(root, members, inputs, outputs), launch)
+        op = ops.ensure_op(e.op, region.inputs, region.outputs, plugin, lambda: ops.extract_body(root, members, inputs, outputs), launch)
         first = members[0]
         with g.inserting_after(nodes[e.after]):
             call = g.create_node("call_function", op, tuple(inputs), {}, name=e.node)

@@ -26,7 +26,7 @@ launch is hooked while ``cute.compile`` runs) and turns it into shape expression
 parameters must be ``cute.Pointer`` or 32-bit ints; ``cute.Tensor`` parameters are refused.
 
 Artifact: the kernel's PTX with its ``.entry`` parameters permuted into QDP order (Rust,
-``tta._core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
+``tta.core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
 CUDA 13.0 driver JIT-compiles; when the ISA is newer than ``max_ptx`` (the cu13 flavour emits
 9.4), the permuted PTX is assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
 for AOT plugins; CUBIN acceptance is unverified).

@@ -347,9 +347,9 @@ def register(op_name: str, *, sm: int = 90, max_ptx: int | None = 90, allow_cubi
     inputs, _outputs, plugin = sig
     if plugin is None or not plugin.kernels:
         raise PluginError(f"tta::{op_name}: its plugin has no kernels, so it cannot become a TensorRT plugin")
-    if any(p["kind"] != "tensor" for p in inputs):
+    if not all(p.is_tensor for p in inputs):
         raise PluginError(f"tta::{op_name}: a TensorRT plugin takes tensors only; this region also reads integers")
-    metas = [TensorMeta.make(p["dtype"], [int(d) if str(d).lstrip("-").isdigit() else None for d in p["shape"]]) for p in inputs]
+    metas = [TensorMeta.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in inputs]
     output_fn = plugin.meta_impl or ops.body_of(op_name)
     return define(op_name, plugin, metas, output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
 
