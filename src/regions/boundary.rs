@@ -1,11 +1,19 @@
 //! The boundary of a region: what it reads from outside and what outside reads from it.
 
+use super::pattern::PortOrder;
 use super::{Boundary, Port, PortKind, Region};
 use crate::graph::{Dag, Graph, Value};
 
-/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order.
-/// Fails (with the reason) when a boundary value is neither a tensor nor an integer.
-pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> bool) -> Result<Boundary, String> {
+/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order,
+/// unless `order` (a pattern's signature) fixes them. Fails (with the reason) when a boundary
+/// value is neither a tensor nor an integer.
+pub fn compute(
+    g: &Graph,
+    dag: &Dag,
+    region: &Region,
+    order: Option<&PortOrder>,
+    inside: &dyn Fn(usize) -> bool,
+) -> Result<Boundary, String> {
     let mut inputs: Vec<Port> = Vec::new();
     let mut input_pos: Vec<usize> = Vec::new();
     for &m in &region.members {
@@ -71,7 +79,23 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
         region.members.iter().flat_map(|&m| dag.users[m].iter().copied()).filter(|&u| !inside(u)).collect();
     readers.sort_unstable();
     readers.dedup();
+    if let Some(order) = order {
+        permute(g, &mut inputs, &order.inputs);
+        permute(g, &mut outputs, &order.outputs);
+    }
     Ok(Boundary { inputs, outputs, readers })
+}
+
+/// Put ports in the order of the node positions `want`. A valid pattern occurrence has exactly
+/// the pattern's ports; anything else keeps the default order.
+fn permute(g: &Graph, ports: &mut Vec<Port>, want: &[usize]) {
+    if ports.len() != want.len() {
+        return;
+    }
+    let at: Option<Vec<usize>> = want.iter().map(|&w| ports.iter().position(|p| p.name == g.nodes[w].name)).collect();
+    let Some(at) = at else { return };
+    let mut old: Vec<Option<Port>> = std::mem::take(ports).into_iter().map(Some).collect();
+    *ports = at.into_iter().map(|i| old[i].take().expect("distinct nodes, distinct ports")).collect();
 }
 
 fn describe(v: &Value) -> &'static str {

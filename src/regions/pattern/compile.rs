@@ -1,7 +1,7 @@
 //! A pattern graph prepared for matching: body nodes with their references resolved to
 //! indices, the inputs that are used, the outputs, and a static search plan.
 
-use super::super::selectors::PatternSelector;
+use super::selector::PatternSelector;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{verify, Arg, Node, OpKind, Value};
 use std::collections::HashMap;

@@ -27,39 +27,23 @@
 
 mod compile;
 mod search;
+mod selector;
 
 pub use compile::Pattern;
+pub use selector::{PatternSelector, PortOrder};
 
-use super::selectors::PortOrder;
 use super::{Origin, Region};
 use crate::graph::{Dag, Graph};
 use std::collections::HashMap;
 
-/// The occurrences of one pattern.
-#[derive(Debug, Default)]
-pub struct Found {
-    pub regions: Vec<Region>,
-    /// The boundary order of each of `regions`.
-    pub ports: Vec<PortOrder>,
-    pub refused: Vec<(Region, String)>,
-}
-
-/// One embedding, as node positions in the target.
-#[derive(Clone, Debug)]
-pub(crate) struct Occurrence {
-    pub anchor: usize,
-    /// Ascending.
-    pub members: Vec<usize>,
-    pub ports: PortOrder,
-}
-
 impl Pattern {
     /// Every non-overlapping occurrence in `g`, valid ones first claimed greedily in anchor
     /// order, then refused ones that overlap nothing claimed; ids number them in anchor order.
-    pub fn find(&self, g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Found {
+    /// A valid one comes with the boundary order it fixes, a refused one with the reason.
+    pub fn find(&self, g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Vec<(Region, Result<PortOrder, String>)> {
         let mut s = search::Search::new(self, g, index, dag);
-        let mut valid: Vec<Occurrence> = Vec::new();
-        let mut invalid: Vec<(Occurrence, String)> = Vec::new();
+        let mut valid: Vec<search::Occurrence> = Vec::new();
+        let mut invalid: Vec<(search::Occurrence, String)> = Vec::new();
         for t in self.candidates(g) {
             if s.claimed[t] {
                 continue;
@@ -73,7 +57,7 @@ impl Pattern {
                 search::Outcome::None => {}
             }
         }
-        let mut all: Vec<(Occurrence, Option<String>)> = valid.into_iter().map(|o| (o, None)).collect();
+        let mut all: Vec<(search::Occurrence, Option<String>)> = valid.into_iter().map(|o| (o, None)).collect();
         for (occ, why) in invalid {
             if occ.members.iter().all(|&m| !s.claimed[m]) {
                 occ.members.iter().for_each(|&m| s.claimed[m] = true);
@@ -82,7 +66,7 @@ impl Pattern {
         }
         all.sort_by_key(|(o, _)| o.anchor);
 
-        let mut found = Found::default();
+        let mut found = Vec::with_capacity(all.len());
         for (k, (occ, why)) in all.into_iter().enumerate() {
             let region = Region {
                 id: format!("pattern:{}:{k}", self.name),
@@ -91,13 +75,7 @@ impl Pattern {
                 source: occ.members.iter().find_map(|&m| g.nodes[m].source.clone()),
                 members: occ.members,
             };
-            match why {
-                None => {
-                    found.ports.push(occ.ports);
-                    found.regions.push(region);
-                }
-                Some(why) => found.refused.push((region, why)),
-            }
+            found.push((region, why.map_or(Ok(occ.ports), Err)));
         }
         found
     }

@@ -8,12 +8,20 @@
 //! candidate anchors; assignments are undone through a trail on backtracking.
 
 use super::compile::{is_observer, PArg, PRef, Pattern, Step};
-use super::Occurrence;
+use super::selector::PortOrder;
 use crate::graph::{Arg, Dag, Graph};
-use crate::regions::selectors::PortOrder;
 use std::collections::HashMap;
 
 const NONE: usize = usize::MAX;
+
+/// One embedding, as node positions in the target.
+#[derive(Clone, Debug)]
+pub(crate) struct Occurrence {
+    pub anchor: usize,
+    /// Ascending.
+    pub members: Vec<usize>,
+    pub ports: PortOrder,
+}
 
 pub(crate) enum Outcome {
     Valid(Occurrence),
