@@ -15,7 +15,7 @@ from tta.aot import ptxabi
 from tta.core import QdpSlots
 from tta.aot import triton as tb
 from tta.aot.compile import compile_specs
-from tta.aot.record import TensorMeta
+from tta.aot.session import TensorType
 from tta.errors import PluginError
 from tta.examples.kernels import by_name, examples
 
@@ -99,7 +99,7 @@ def test_no_divisibility_hints_unless_asked():
     such hints stays scalar; the explicit opt-in turns it on (so the attrs do reach Triton)."""
     from tta.specs import triton as triton_spec
 
-    metas = [TensorMeta.dynamic(torch.float16, 1)]
+    metas = [TensorType.dynamic(torch.float16, 1)]
     spec = triton_spec(launch_plain_copy, [{"BLOCK": 1024}])
     plain = compile_specs([spec], metas, plain_meta, cache=False, progress=False)[0].code.decode()
     hinted = compile_specs([spec], metas, plain_meta, cache=False, progress=False, pointer_divisibility=16)[0].code.decode()

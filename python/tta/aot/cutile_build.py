@@ -31,8 +31,7 @@ from .. import core
 from ..core import PtxEntry, QdpSlots
 from ..errors import GraphError, PluginError
 from . import cuda_tools, ptxabi
-from .base import CompiledKernel
-from .record import source_identity
+from .driver import Artifact
 
 _CUTILE_DTYPES = {
     "float32": "float32",
@@ -55,7 +54,7 @@ CUBIN_NOTE = (
 )
 
 
-def _kernel_name(kernel) -> str:
+def kernel_name(kernel) -> str:
     fn = getattr(kernel, "_pyfunc", kernel)
     return getattr(fn, "__qualname__", getattr(fn, "__name__", repr(kernel)))
 
@@ -147,7 +146,7 @@ def _signature(plan, symbol: str, pointer_divisibility: int | None, here: str):
 
 
 def _symbol(plan, sm: int, config: tuple) -> str:
-    base = re.sub(r"\W", "_", _kernel_name(plan.kernel))
+    base = re.sub(r"\W", "_", kernel_name(plan.kernel))
     digest = hashlib.sha256(
         json.dumps([base, [a.__dict__ for a in plan.args], plan.extras, plan.input_dtypes, plan.output_dtypes, sm, config], default=repr).encode()
     ).hexdigest()[:8]
@@ -172,12 +171,14 @@ def _bytecode_version(tileiras_version: str) -> str:
     return min(tileiras_version, cap, key=as_tuple)
 
 
-def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility: int | None = None) -> CompiledKernel:
+def build(plan, sm: int, max_ptx: int | None, config: tuple, where: str, pointer_divisibility: int | None = None) -> Artifact:
     """Export the entry kernel as Tile IR bytecode, compile it with tileiras for ``sm`` (no GPU
-    needed) and check the CUBIN's parameters against the QDP launch."""
+    needed) and check the CUBIN's parameters against the QDP launch. ``max_ptx`` does not
+    apply: the artifact is a CUBIN (no driver JIT). ``pointer_divisibility`` (bytes): assume
+    16 only if TensorRT's buffers are known to be aligned, and expect TMA, which is refused."""
     from cuda.tile.compilation import export_kernel
 
-    kname = _kernel_name(plan.kernel)
+    kname = kernel_name(plan.kernel)
     here = f"{where}: kernel {kname}"
     symbol = _symbol(plan, sm, config)
     entry, source = _entry_kernel(plan, symbol)
@@ -200,8 +201,7 @@ def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility:
     opt = plan.kernel._compiler_options.opt_level_for_target(f"sm_{sm}")
     cubin = cuda_tools.run_tileiras(tool, buf.getvalue(), sm, opt)
     ptx, entry_info = check_cubin(cubin, symbol, len(plan.input_dtypes), len(plan.extras), len(plan.output_dtypes), here)
-    return CompiledKernel(
-        backend="cutile",
+    return Artifact(
         entry=symbol,
         code=cubin,
         code_format="cubin",
@@ -209,11 +209,6 @@ def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility:
         block=(1, 1, 1),
         shared_mem=0,
         extras=tuple(plan.extras),
-        input_dtypes=plan.input_dtypes,
-        output_dtypes=plan.output_dtypes,
-        output_shapes=plan.output_shapes,
-        config=tuple(config),
-        sm=sm,
         ptx_version=core.ptx_parse(ptx).version,
         meta={
             "kernel": kname,
@@ -221,11 +216,9 @@ def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility:
             "reqntid": None if entry_info.reqntid is None else list(entry_info.reqntid),
             "language": entry_info.language,
             "params": [{"name": a.name, "kind": a.kind, "port": a.port, "shape": a.shape, "strides": a.strides, "value": _jsonable(a.value)} for a in plan.args],
-            "guards": plan.guards,
             "pointer_divisibility": pointer_divisibility,
             "toolchain": {"cuda-tile": _cutile_version(), "tileiras": cuda_tools.tool_version(tool), "bytecode": version},
             "note": CUBIN_NOTE,
-            "sources": {f"{plan.kernel._pyfunc.__module__}:{plan.kernel._pyfunc.__qualname__}": source_identity(plan.kernel)},
         },
     )
 

@@ -105,9 +105,9 @@ def test_several_outputs():
     import two_outputs
 
     plugin = tta.custom_plugin(kernel=tta.triton(two_outputs.launch, configs=[{"BLOCK": 256}]), meta_impl=two_outputs.meta, name="two_out")
-    from tta.aot.record import TensorMeta
+    from tta.aot.session import TensorType
 
-    pid = qdp.define("two_out", plugin, [TensorMeta.dynamic("float32", 2)], two_outputs.meta)
+    pid = qdp.define("two_out", plugin, [TensorType.dynamic("float32", 2)], two_outputs.meta)
     assert QDP_REGISTRY[pid].num_outputs == 2
     added = add_plugin_aot(trtp.op.tta.two_out(trt.ITensor("x", (-1, -1), trt.float32)))
     assert added.output_types == [trt.float32, trt.float32]
