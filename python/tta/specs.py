@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import PluginError
-from .identity import qualified_name, short_digest
+from .identity import qualified_name, reachable_code, short_digest
 
 # The kernel DSLs tta compiles, each with the module it needs.
 BACKENDS: dict[str, str] = {"triton": "triton", "cutile": "cuda.tile", "cutedsl": "cutlass.cute"}
@@ -52,7 +52,10 @@ class KernelSpec:
 
     @property
     def cache_key(self) -> str:
-        payload = json.dumps([self.backend, self.identity, short_digest(self.launch_fn), self.configs], default=repr)
+        # The kernels the launch function calls are part of the key: editing a kernel changes the
+        # plugin's op name, and with it every cache keyed on the graph (Torch-TensorRT's engines).
+        kernels = sorted(reachable_code(self.launch_fn).items())
+        payload = json.dumps([self.backend, self.identity, short_digest(self.launch_fn), self.configs, kernels], default=repr)
         return f"{self.backend}:{self.identity}:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
     def config_dicts(self) -> list[dict[str, Any]]:

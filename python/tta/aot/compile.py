@@ -15,17 +15,16 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import hashlib
-import inspect
 import multiprocessing
 import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..cache import Cache, digest
 from ..errors import PluginError
-from ..identity import qualified_name, source_digest
+from ..identity import qualified_name, reachable_code, source_digest
 from .base import CompiledKernel
 from .driver import backend, compile_spec
 from .session import TensorType
@@ -78,65 +77,6 @@ def _module_file_digest(obj: Any) -> str | None:
         return None
 
 
-# Code tta does not need to look inside: libraries whose versions are part of the key anyway.
-_LIBRARIES = ("torch", "triton", "cutlass", "cuda", "numpy", "tta.aot", "tta.core", "builtins")
-_MAX_DEPTH = 4
-
-
-def _is_library(module: str) -> bool:
-    return module.split(".")[0] in _LIBRARIES or module.startswith(_LIBRARIES)
-
-
-def _referenced(fn: Callable) -> dict[str, str]:
-    """Source identities of the kernels and functions a launch function reaches through the
-    names its code uses (globals and closures), transitively: editing a kernel, or a host
-    function in another module that launches one, changes the key even when the launch
-    function's own text does not."""
-    out: dict[str, str] = {}
-    seen: set[int] = set()
-
-    def visit(f: Any, depth: int) -> None:
-        code = getattr(f, "__code__", None)
-        if code is None or id(code) in seen or depth > _MAX_DEPTH:
-            return
-        seen.add(id(code))
-        names: set[str] = set()
-        stack = [code]
-        while stack:
-            c = stack.pop()
-            names.update(c.co_names)
-            stack.extend(k for k in c.co_consts if inspect.iscode(k))
-        scope = dict(getattr(f, "__globals__", {}))
-        if getattr(f, "__closure__", None):
-            scope.update({n: cell.cell_contents for n, cell in zip(code.co_freevars, f.__closure__) if _filled(cell)})
-            names.update(code.co_freevars)
-        # Names used as attributes of the user's own modules (``helpers.run(...)``) count too.
-        candidates = [scope.get(n) for n in sorted(names)]
-        for m in [c for c in candidates if inspect.ismodule(c) and not _is_library(c.__name__)]:
-            candidates.extend(getattr(m, n, None) for n in sorted(names))
-        for obj in candidates:
-            if obj is None or inspect.ismodule(obj) or inspect.isbuiltin(obj) or isinstance(obj, (int, float, str, bool)):
-                continue
-            if _is_library(getattr(obj, "__module__", None) or ""):
-                continue
-            ident = source_digest(obj)
-            if ident is not None:
-                out[qualified_name(obj)] = ident
-                inner = getattr(obj, "fn", None) or getattr(obj, "_pyfunc", None) or getattr(obj, "__wrapped__", None) or obj
-                visit(inner, depth + 1)
-
-    visit(fn, 0)
-    return out
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
-
-
 def _output_key(output_metas: Any) -> Any:
     if callable(output_metas):
         return {"fn": qualified_name(output_metas), "src": source_digest(output_metas)}
@@ -154,7 +94,7 @@ def task_key(task: Task, toolchain: dict) -> str:
             "launch": spec.identity,
             "launch_src": source_digest(spec.launch_fn),
             "launch_module": _module_file_digest(spec.launch_fn),
-            "kernels": _referenced(spec.launch_fn),
+            "kernels": reachable_code(spec.launch_fn),
             "config": sorted(task.config.items()),
             "inputs": [m.key() for m in task.input_metas],
             "outputs": _output_key(task.output_metas),
