@@ -1,14 +1,16 @@
 """tta: put your own Triton, cuTile and CuTeDSL kernels into TensorRT engines.
 
 Mark regions with ``tta.lower_as(impl=...)``, export, and ``tta.rewrite`` outlines each region
-into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
+into one ``tta::<op>`` plugin node; ``tta.compile`` builds them into TensorRT engines through
+Torch-TensorRT (see README.md and ARCHITECTURE.md).
 """
 
 from .annotate import lower_as
 from .errors import AnnotationError, GraphError, PluginError, TTAError
 from .plugin import Plugin, custom_plugin
-from .rewrite import RegionReport, RewriteResult, rewrite
-from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
+from .core import RegionReport
+from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
+from .selectors import ModuleSelector, PatternSelector, lower_pattern
 from .specs import KernelSpec, cutedsl, cutile, triton
 
 __all__ = [
@@ -32,3 +34,12 @@ __all__ = [
     "rewrite",
     "triton",
 ]
+
+
+def __getattr__(name: str):
+    # tta.compile imports Torch-TensorRT, so it is loaded on first use, not with tta.
+    if name == "compile":
+        from .trt.compile import compile
+
+        return compile
+    raise AttributeError(f"module 'tta' has no attribute {name!r}")

@@ -8,7 +8,7 @@ import torch
 
 pytest.importorskip("cuda.tile")
 
-from tta.aot import ptxabi  # noqa: E402
+from tta import core  # noqa: E402
 from tta.aot.compile import compile_specs  # noqa: E402
 from tta.aot.cutile_ptx import ptx_variant  # noqa: E402
 from tta.errors import PluginError  # noqa: E402
@@ -22,14 +22,14 @@ def test_cubin_becomes_a_plain_ptx_kernel_in_qdp_order(name):
         assert k.code_format == "cubin"
         p = ptx_variant(k, 90)
         text = p.code.decode()
-        module = ptxabi.parse(text)
-        assert p.code_format == "ptx" and module["version"] == p.ptx_version == "9.0"
-        assert module["target"] == ["sm_90"] and ".language" not in text and ".nv_intermediate_source_section" not in text
-        e = ptxabi.entry(text, k.entry)
-        kinds = ["ptr" if q["ty"] == ".u64" and q["ptr"] else q["ty"] for q in e["params"]]
+        module = core.ptx_parse(text)
+        assert p.code_format == "ptx" and module.version == p.ptx_version == "9.0"
+        assert module.target == ("sm_90",) and ".language" not in text and ".nv_intermediate_source_section" not in text
+        e = module.entry(k.entry)
+        kinds = ["ptr" if q.ty == ".u64" and q.is_ptr else q.ty for q in e.params]
         n_in, n_extra, n_out = len(k.input_dtypes), len(k.extras), len(k.output_dtypes)
         assert kinds == ["ptr"] * n_in + [".u32"] * n_extra + ["ptr"] * n_out
-        assert p.block == (e["reqntid"][0], 1, 1) and p.grid == k.grid and p.extras == k.extras
+        assert p.block == (e.reqntid[0], 1, 1) and p.grid == k.grid and p.extras == k.extras
 
 
 def test_a_cubin_without_ptx_is_refused():

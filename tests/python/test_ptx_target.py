@@ -6,7 +6,7 @@ import wgmma_kernel
 
 import tta
 from tta.aot.compile import compile_specs
-from tta.aot.record import TensorMeta
+from tta.aot.session import TensorType
 from tta.examples.kernels import by_name
 
 
@@ -22,6 +22,6 @@ def test_elementwise_kernel_gets_the_plain_target():
 
 def test_wgmma_kernel_keeps_sm_90a_and_says_why():
     spec = tta.triton(wgmma_kernel.launch, configs=[{"BLOCK": 64}])
-    (k,) = compile_specs([spec], [TensorMeta.make("float16", (64, 64))] * 2, lambda a, b: a.new_empty(a.shape).float())
+    (k,) = compile_specs([spec], [TensorType.make("float16", (64, 64))] * 2, lambda a, b: a.new_empty(a.shape).float())
     assert _targets(k) == [".target sm_90a"]
     assert "needs sm_90a" in k.meta["arch_specific"] and "wgmma" in k.meta["arch_specific"]

@@ -8,8 +8,8 @@ the driver's ISA and dropping ``.language`` gives a plain kernel that runs corre
 launched with ``block = .reqntid`` (seen on an H200 with a CUDA 13.0 driver, outside
 TensorRT). So:
 
-* CUBIN -> embedded PTX (``_core.ptx_from_cubin``, which stops before the Tile IR source);
-* ``.version`` lowered to ``max_ptx`` and ``.language`` dropped (``_core.ptx_relabel_version``,
+* CUBIN -> embedded PTX (``core.ptx_from_cubin``, which stops before the Tile IR source);
+* ``.version`` lowered to ``max_ptx`` and ``.language`` dropped (``core.ptx_relabel_version``,
   which refuses entries with hidden parameters);
 * the parameters checked to be TensorRT's (input pointers, int32 extras, output pointers);
 * ``.target sm_90a`` made plain when ptxas assembles it so;
@@ -23,39 +23,37 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import _core
-from ..errors import PluginError
+from .. import core
+from ..core import QdpSlots
+from ..errors import GraphError, PluginError
 from . import cuda_tools, ptxabi
 from .base import CompiledKernel
 
 
 def ptx_variant(k: CompiledKernel, max_ptx: int | None, where: str = "") -> CompiledKernel:
-    """The PTX form of a cuTile ``CompiledKernel`` (its CUBIN unchanged in ``meta``)."""
+    """The PTX form of a cuTile ``CompiledKernel``."""
     where = where or f"cuTile kernel {k.entry}"
     if k.backend != "cutile" or k.code_format != "cubin":
         raise PluginError(f"{where}: not a cuTile CUBIN")
     try:
-        ptx = _core.ptx_from_cubin(k.code)
-    except _core.CoreError as e:
-        raise PluginError(f"{where}: the CUBIN carries no PTX to ship ({e.args[-1]})") from None
-    isa = ptxabi.isa_text(max_ptx) if max_ptx is not None else ptxabi.parse(ptx)["version"]
+        ptx = core.ptx_from_cubin(k.code)
+    except GraphError as e:
+        raise PluginError(f"{where}: the CUBIN carries no PTX to ship ({e})") from None
+    isa = ptxabi.isa_text(max_ptx) if max_ptx is not None else core.ptx_parse(ptx).version
     try:
-        ptx = _core.ptx_relabel_version(ptx, isa)
-    except _core.CoreError as e:
-        raise PluginError(f"{where}: its PTX cannot become a plain ISA {isa} kernel: {e.args[-1]}") from None
-    entry = ptxabi.entry(ptx, k.entry)
-    if entry.get("language") is not None and max_ptx is not None:
+        ptx = core.ptx_relabel_version(ptx, isa)
+    except GraphError as e:
+        raise PluginError(f"{where}: its PTX cannot become a plain ISA {isa} kernel: {e}") from None
+    entry = core.ptx_parse(ptx).entry(k.entry)
+    if entry.language is not None and max_ptx is not None:
         raise PluginError(f"{where}: the PTX still declares .language after relabelling")
-    n_in, n_extra, n_out = len(k.input_dtypes), len(k.extras), len(k.output_dtypes)
-    n = len(entry["params"])
-    ptx, version = ptxabi.to_qdp_abi(
-        ptx, entry=k.entry, user_params=n, permutation=list(range(n)), slots=(n_in, n_extra, n_out), max_ptx=max_ptx, where=where
-    )
+    slots = QdpSlots(len(k.input_dtypes), len(k.extras), len(k.output_dtypes))
+    n = len(entry.params)
+    ptx, version = ptxabi.to_qdp_abi(ptx, entry=k.entry, user_params=n, permutation=range(n), slots=slots, max_ptx=max_ptx, where=where)
     ptx, arch_specific = ptxabi.plain_target(ptx, k.sm, cuda_tools.find_ptxas(version), where)
-    reqntid = entry.get("reqntid")
-    if not reqntid:
+    if not entry.reqntid:
         raise PluginError(f"{where}: the PTX declares no .reqntid, so the block size of a plain launch is unknown")
-    block = tuple(reqntid) + (1,) * (3 - len(reqntid))
+    block = tuple(entry.reqntid) + (1,) * (3 - len(entry.reqntid))
     meta = dict(k.meta)
     meta.update(
         {
