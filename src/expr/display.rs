@@ -27,12 +27,13 @@ impl fmt::Display for Poly {
         let mut first = true;
         let mut ordered: Vec<(&Monomial, &i64)> = self.terms.iter().filter(|(m, _)| !m.is_empty()).collect();
         if let Some(c) = self.terms.get(&Monomial::new()) {
-            ordered.push((self.terms.keys().next().unwrap(), c));
+            ordered.push((self.terms.keys().next().expect("non-empty"), c));
         }
         for (m, c) in ordered {
             let body: Vec<String> =
                 m.iter().map(|(a, p)| if *p == 1 { a.to_string() } else { format!("{a}**{p}") }).collect();
-            let (sign, mag) = if *c < 0 { ("-", -c) } else { ("+", *c) };
+            // unsigned_abs: the magnitude of i64::MIN does not fit in i64.
+            let (sign, mag) = if *c < 0 { ("-", c.unsigned_abs()) } else { ("+", c.unsigned_abs()) };
             if first {
                 if sign == "-" {
                     f.write_str("-")?;

@@ -56,7 +56,9 @@ pub fn legalize(g: &mut Graph) -> Vec<Move> {
             }
         }
     }
-    assert_eq!(order.len(), n, "outlining a convex region cannot create a cycle");
+    // Validation refuses non-convex and mutually dependent regions, so outlining the rest
+    // cannot create a cycle.
+    assert_eq!(order.len(), n, "outlining convex, mutually independent regions cannot create a cycle");
 
     // Replay on a linked list of the old order to find the moves.
     let mut prev: Vec<Option<usize>> = (0..n).map(|i| i.checked_sub(1)).collect();
