@@ -10,8 +10,8 @@ use super::error::ExprError;
 
 /// Deepest nesting the parser accepts (sympy prints sizes a few levels deep).
 pub const MAX_NESTING: usize = 64;
-/// Largest exponent of `**`.
-pub const MAX_EXPONENT: u32 = 16;
+/// Largest exponent of `**`: the degree bound, so every canonical text parses back.
+pub const MAX_EXPONENT: u32 = super::poly::MAX_DEGREE;
 
 /// Parse a sympy-printed integer expression (`s0`, `2*s0 + 1`, `(s0//2)`, `Max(1, s0)`, ...).
 pub fn parse(text: &str) -> Result<Poly, ExprError> {
