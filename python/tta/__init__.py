@@ -1,7 +1,8 @@
 """tta: put your own Triton, cuTile and CuTeDSL kernels into TensorRT engines.
 
 Mark regions with ``tta.lower_as(impl=...)``, export, and ``tta.rewrite`` outlines each region
-into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
+into one ``tta::<op>`` plugin node; ``tta.compile`` builds them into TensorRT engines through
+Torch-TensorRT (see README.md and ARCHITECTURE.md).
 """
 
 from .annotate import lower_as
@@ -32,3 +33,12 @@ __all__ = [
     "rewrite",
     "triton",
 ]
+
+
+def __getattr__(name: str):
+    # tta.compile imports Torch-TensorRT, so it is loaded on first use, not with tta.
+    if name == "compile":
+        from .trt.compile import compile
+
+        return compile
+    raise AttributeError(f"module 'tta' has no attribute {name!r}")

@@ -23,6 +23,9 @@ _ops: dict[str, torch._ops.OpOverload] = {}
 _bodies: dict[str, torch.fx.GraphModule] = {}
 _signatures: dict[str, tuple[list[dict], list[dict], Plugin]] = {}
 _lock = threading.Lock()
+# Called as fn(op_name, overload) once per op, right after it is registered; lowering
+# backends (tta.trt) subscribe to register their converter and plugin for every tta op.
+_listeners: list[Callable[[str, torch._ops.OpOverload], None]] = []
 
 
 def schema(inputs: list[dict], outputs: list[dict]) -> str:
@@ -107,7 +110,20 @@ def ensure_op(op: str, inputs: list[dict], outputs: list[dict], plugin: Plugin, 
         _bodies[op] = gm
         _signatures[op] = (inputs, outputs, plugin)
         _ops[op] = overload
-        return overload
+        listeners = list(_listeners)
+    for fn in listeners:
+        fn(op, overload)
+    return overload
+
+
+def on_op_created(fn: Callable[[str, torch._ops.OpOverload], None]) -> None:
+    """Call ``fn(op_name, overload)`` for every ``tta::*`` op: now for those already
+    registered, then for each new one as it is registered."""
+    with _lock:
+        _listeners.append(fn)
+        existing = [(op, _ops[op]) for op in list(_ops)]
+    for op, overload in existing:
+        fn(op, overload)
 
 
 def body_of(op: str) -> torch.fx.GraphModule | None:

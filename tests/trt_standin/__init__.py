@@ -105,6 +105,10 @@ def install(plugin_version: str = "11.1"):
     trt.plugin = plugin
     bare.plugin = plugin
     _installed = plugin_version
+    # Torch-TensorRT, should anything import it (``import tta.trt`` does), asks the GPU at import.
+    from . import torch_tensorrt_env
+
+    torch_tensorrt_env.prepare()
     return trt
 
 
