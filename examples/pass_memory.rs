@@ -51,6 +51,9 @@ fn main() {
     let impls: pass::Impls = serde_json::from_str(r#"{"k": {"name": "k"}}"#).unwrap();
     let analysis = pass::analyze_json(&text, impls, &Default::default()).expect("analyze");
     println!("after analyze: peak {:.0} MB", peak_mb());
+    if std::env::var_os("TTA_ANALYZE_ONLY").is_some() {
+        return;
+    }
     let summary = serde_json::to_string(&analysis.summary()).unwrap();
     println!("after summary ({} MB): peak {:.0} MB", summary.len() / 1_000_000, peak_mb());
     drop(summary);
