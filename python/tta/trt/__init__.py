@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 
 from .. import ops
+from ..errors import PluginError
 from . import qdp
 from .lowering import clear_selectors, use_selectors
 
@@ -30,8 +31,13 @@ _install_lock = threading.Lock()
 def _register_op(op: str, overload) -> None:
     from . import converter
 
-    qdp.register(op)
     converter.register(op, overload)
+    try:
+        qdp.register(op)
+    except PluginError:
+        # Not every tta op can be a TensorRT plugin (no kernels, integer inputs); that must not
+        # stop tta.rewrite. Compiling one for TensorRT registers it again and raises the reason.
+        pass
 
 
 def install() -> None:

@@ -72,12 +72,13 @@ def _inputs(ep: ExportedProgram, example_inputs: Sequence[Any]):
                 lo.append(d), opt.append(d), hi.append(d)
                 continue
             vr = ep.range_constraints.get(d.node.expr)
-            if vr is None or not vr.upper.is_finite:
+            top = converter.finite_int(vr.upper) if vr is not None else None
+            if top is None:
                 raise PluginError(
                     f"tta.compile: input {name!r} dim {len(lo)} is dynamic without a maximum; TensorRT needs one "
                     "(torch.export.Dim(..., max=N))"
                 )
-            lo.append(int(vr.lower)), opt.append(int(e)), hi.append(int(vr.upper))
+            lo.append(converter.finite_int(vr.lower) or 0), opt.append(int(e)), hi.append(top)
         if lo == hi:
             out.append(torch_tensorrt.Input(shape=tuple(lo), dtype=val.dtype))
         else:

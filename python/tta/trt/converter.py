@@ -29,6 +29,8 @@ _lock = threading.Lock()
 
 # TensorRT keeps at most this many bytes of layer metadata.
 _METADATA_LIMIT = 4096
+# The upper end assumed for a dim the export left unbounded, when checking kernel guards.
+_UNBOUNDED = 2**31 - 1
 
 
 def register(op: str, overload: torch._ops.OpOverload) -> None:
@@ -125,26 +127,34 @@ def layer_metadata(info: dict) -> str:
     return text
 
 
-def _ranges_of(fx_value: Any, itensor: Any) -> list[tuple[int, int | None]]:
+def _ranges_of(fx_value: Any, itensor: Any) -> list[tuple[int, int]]:
     """Each dim's (min, max) as the node's ShapeEnv knows them (the export's dynamic-shape
-    ranges; a static dim is (n, n), an unbounded max is None). Without a fake value, the
-    ITensor's static dims."""
+    ranges, which Torch-TensorRT's profiles span; a static dim is (n, n)). Without a fake value,
+    the ITensor's dims."""
     val = fx_value.meta.get("val") if isinstance(fx_value, torch.fx.Node) else None
     if isinstance(val, torch.Tensor):
         return [_range(d) for d in val.shape]
-    return [(int(d), int(d)) if int(d) >= 0 else (0, None) for d in itensor.shape]
+    return [(int(d), int(d)) if int(d) >= 0 else (0, _UNBOUNDED) for d in itensor.shape]
 
 
-def _range(d) -> tuple[int, int | None]:
+def _range(d) -> tuple[int, int]:
     if isinstance(d, int):
         return (d, d)
     node = d.node
     if node.expr.is_number:
         return (int(node.expr), int(node.expr))
     vr = node.shape_env.bound_sympy(node.expr)
-    lo = int(vr.lower) if vr.lower.is_finite else 0
-    hi = int(vr.upper) if vr.upper.is_finite else None
-    return (lo, hi)
+    lo, hi = finite_int(vr.lower), finite_int(vr.upper)
+    return (0 if lo is None else lo, _UNBOUNDED if hi is None else hi)
+
+
+def finite_int(v) -> int | None:
+    """A ShapeEnv bound as an int, None when infinite (torch's ``int_oo`` says it is finite)."""
+    from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
+
+    if isinstance(v, (IntInfinity, NegativeIntInfinity)) or not v.is_finite:
+        return None
+    return int(v)
 
 
 # Conversions seen while tta.compile runs (it reads them for its report); None otherwise.

@@ -133,13 +133,16 @@ def warn_dropped_plugins(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.Gr
         graph = torch.fx.Graph()
         out = graph.graph_copy(gm.graph, {})
         graph.output(out)
-        trial, _ = partitioning.fast_partition(
-            torch.fx.GraphModule(gm, graph),
-            min_block_size=settings.min_block_size,
-            torch_executed_ops=settings.torch_executed_ops,
-            require_full_compilation=settings.require_full_compilation,
-            skip_fusion=(supported == total),
-        )
+        common = {
+            "min_block_size": settings.min_block_size,
+            "torch_executed_ops": settings.torch_executed_ops,
+            "require_full_compilation": settings.require_full_compilation,
+        }
+        copy = torch.fx.GraphModule(gm, graph)
+        if settings.use_fast_partitioner:
+            trial, _ = partitioning.fast_partition(copy, skip_fusion=(supported == total), **common)
+        else:
+            trial, _ = partitioning.global_partition(copy, **common)
         where = segments(trial)
         dropped = [n for n in plugins if not where.get(n.name, "").startswith("_run_on_acc")]
     for n in dropped:

@@ -455,3 +455,79 @@ def test_example_script():
     assert r.returncode == 0, r.stderr[-3000:]
     assert "1/1 region(s) in TensorRT" in r.stdout
     assert "add_plugin(tta::fused_add_relu_" in r.stdout and "mark_output(output0, FLOAT, shape (-1, 1024))" in r.stdout
+
+
+def test_ops_that_cannot_be_plugins_still_rewrite_but_do_not_compile(builds):
+    """With tta.trt imported, tta.rewrite of a plugin without kernels works as before; compiling
+    it for TensorRT says why it cannot."""
+    shape_only = tta.custom_plugin(meta_impl=lambda x, y: x.new_empty(x.shape), name="no_kernels")
+
+    class Block(nn.Module):
+        def forward(self, x, y):
+            with tta.lower_as(impl=shape_only):
+                return torch.relu(x + y)
+
+    x, y = _residual_inputs()
+    result = tta.rewrite(torch.export.export(Block(), (x, y)))
+    assert len(result.outlined) == 1
+    torch.testing.assert_close(result.program.module()(x, y), torch.relu(x + y))
+    with pytest.raises(tta.PluginError, match="has no kernels"):
+        tta.compile(Block(), (x, y), **SETTINGS)
+    assert builds == []
+
+
+def test_program_rewritten_before_torch_tensorrt(builds):
+    """``tta.rewrite(ep).program`` handed to Torch-TensorRT: its retracing drops tta's node
+    metadata, so the layer is named after the op and node, its source taken from the stack trace."""
+    x, y = _residual_inputs()
+    result = tta.rewrite(torch.export.export(ResidualBlock(), (x, y)))
+    (region,) = result.outlined
+    torch_tensorrt.compile(result.program, ir="dynamo", arg_inputs=[x, y], min_block_size=1, **SETTINGS)
+    call = _plugin_call(builds[0].network)
+    assert call["plugin"] == f"tta::{region.op}"
+    layer = call["layer"]
+    assert layer.name.startswith(f"tta:{region.op}/")
+    meta = json.loads(layer.metadata)
+    assert meta["op"] == f"tta::{region.op}" and meta["source"] == _line_of(ResidualBlock.forward, "torch.relu")
+
+
+def test_dynamic_dim_without_maximum_is_refused(builds):
+    x, y = _residual_inputs()
+    batch = torch.export.Dim("batch")
+    with pytest.raises(tta.PluginError, match=r"input 'x' dim 0 is dynamic without a maximum"):
+        tta.compile(ResidualBlock(), (x, y), ({0: batch}, {0: batch}), **SETTINGS)
+    assert builds == []
+
+
+class PlainNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(64) + 0.5)
+
+    def forward(self, x):
+        return _rms(x, self.weight)
+
+
+class HasNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = PlainNorm()
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def test_selectors_registered_for_plain_torch_tensorrt_compile(builds):
+    x = torch.randn(8, 64)
+    ep = torch.export.export(HasNorm(), (x,))
+    tta.trt.use_selectors({PlainNorm: rmsnorm})
+    try:
+        torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=[x], min_block_size=1, **SETTINGS)
+    finally:
+        tta.trt.clear_selectors()
+    (build,) = builds
+    assert _kinds(build.network) == ["add_input", "add_constant", "add_plugin", "mark_output"]
+    assert json.loads(_plugin_call(build.network)["layer"].metadata)["region"] == "module:norm"
+    builds.clear()
+    torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=[x], min_block_size=1, torch_executed_ops=_aten_ops(HasNorm(), x, None), **SETTINGS)
+    assert builds == []  # without the selector nothing is outlined
