@@ -17,8 +17,9 @@ from .errors import (
     TTAError,
 )
 from .plugin import Plugin, custom_plugin
-from .rewrite import RegionReport, RewriteResult, rewrite
-from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
+from .core import RegionReport
+from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
+from .selectors import ModuleSelector, PatternSelector, lower_pattern
 from .specs import KernelSpec, cutedsl, cutile, triton
 
 __all__ = [

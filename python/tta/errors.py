@@ -28,12 +28,6 @@ class GraphError(TTAError):
         self.source = source
 
 
-def from_core(exc: Exception) -> GraphError:
-    """Convert a ``tta._core.CoreError`` (args: kind, message, node, source)."""
-    kind, message, node, source = exc.args
-    return GraphError(message, kind=kind, node=node, source=source)
-
-
 class RegionRefusedError(TTAError):
     """Regions the user marked could not be lowered (``tta.rewrite(..., on_refused="raise")``).
 

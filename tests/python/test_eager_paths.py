@@ -40,8 +40,8 @@ def test_cpu_inputs_run_the_region_body_and_say_so():
 def test_fallback_on_cuda_inputs_warns_once_with_the_cause(monkeypatch):
     eager_stats.reset()
     _, op = _op()
-    monkeypatch.setattr(eager, "_installed", lambda backend: False)
-    run = ops._make_eager(op, fused, ops.body_of(op), 1)
+    monkeypatch.setattr(eager, "installed", lambda backend: False)
+    run = ops._make_eager(op, fused, ops.body_of(op), 1, eager.run)
     with torch._subclasses.FakeTensorMode():
         x = torch.empty(4, 8, device="cuda")
         with pytest.warns(tta.EagerFallbackWarning, match=r"no kernel DSL of the plugin is installed \(triton\)") as caught:

@@ -7,20 +7,11 @@ DSL, scalar inputs) returns None and the caller runs the region body instead.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any, Callable, Sequence
 
 import torch
 
-from ..plugin import _BACKEND_MODULES
-
-
-def _installed(backend: str) -> bool:
-    module = _BACKEND_MODULES.get(backend)
-    try:
-        return module is not None and importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+from ..specs import installed
 
 
 def _output_shapes(plugin, inputs: Sequence[torch.Tensor], body: Callable | None) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
@@ -55,18 +46,19 @@ def why_not(plugin, inputs: Sequence[Any]) -> str | None:
     device = next(iter(devices))
     if device.type != "cuda":
         return f"the inputs are on {device.type}, the kernels run on CUDA"
-    if not any(_installed(s.backend) for s in plugin.kernels):
+    if not any(installed(s.backend) for s in plugin.kernels):
         backends = ", ".join(sorted({s.backend for s in plugin.kernels}))
         return f"no kernel DSL of the plugin is installed ({backends})"
     return None
 
 
 def run(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple[tuple[torch.Tensor, ...] | None, str | None]:
-    """``(outputs, None)`` from the plugin's kernel, or ``(None, why)`` when it cannot run."""
+    """``(outputs, None)`` from the plugin's kernel, or ``(None, why)`` when it cannot run (the
+    ``tta::<op>`` eager impl then runs the region body and records why)."""
     why = why_not(plugin, inputs)
     if why is not None:
         return None, why
-    spec = next(s for s in plugin.kernels if _installed(s.backend))
+    spec = next(s for s in plugin.kernels if installed(s.backend))
     shapes = _output_shapes(plugin, inputs, body)
     if shapes is None:
         return None, "the output shapes are unknown (no meta_impl and no region body)"

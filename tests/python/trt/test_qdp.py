@@ -105,9 +105,9 @@ def test_several_outputs():
     import two_outputs
 
     plugin = tta.custom_plugin(kernel=tta.triton(two_outputs.launch, configs=[{"BLOCK": 256}]), meta_impl=two_outputs.meta, name="two_out")
-    from tta.aot.record import TensorMeta
+    from tta.aot.session import TensorType
 
-    pid = qdp.define("two_out", plugin, [TensorMeta.dynamic("float32", 2)], two_outputs.meta)
+    pid = qdp.define("two_out", plugin, [TensorType.dynamic("float32", 2)], two_outputs.meta)
     assert QDP_REGISTRY[pid].num_outputs == 2
     added = add_plugin_aot(trtp.op.tta.two_out(trt.ITensor("x", (-1, -1), trt.float32)))
     assert added.output_types == [trt.float32, trt.float32]
@@ -118,9 +118,9 @@ def test_several_outputs():
         assert k.extra_values([shape]) == [shape[0] * shape[1]]
         assert k.launch_values([shape])["grid_x"] == -(-shape[0] * shape[1] // 256)
     ptx = k.code.decode()
-    from tta.aot import ptxabi
+    from tta import core
 
-    params = ptxabi.entry(ptx, k.kernel_name.decode() if isinstance(k.kernel_name, bytes) else k.kernel_name)["params"]
+    params = core.ptx_parse(ptx).entry(k.kernel_name.decode() if isinstance(k.kernel_name, bytes) else k.kernel_name).params
     assert len(params) == 4  # x, n, a, b: inputs, extras, outputs
 
 
@@ -176,9 +176,10 @@ def test_cubin_is_refused_unless_asked_for():
     entry = qdp._entries[name]
     kernels = qdp.tactics(name, ["float32", "float32"])
     fake = {t: k.__class__(**{**k.__dict__, "code": b"\x7fELF cubin", "code_format": "cubin", "backend": "cutile"}) for t, k in kernels.items()}
-    key = (("float32", "float32"), entry.sm, entry.max_ptx)
-    saved = entry.compiled[key]
-    entry.compiled[key] = fake
+    keys = [(("float32", "float32"), entry.sm, entry.max_ptx, allow) for allow in (False, True)]
+    saved = {key: entry.compiled.get(key) for key in keys}
+    for key in keys:
+        entry.compiled[key] = fake
     try:
         added = add_plugin_aot(trtp.op.tta.ex_triton_add_relu(*_itensors(ex, torch.float32)))
         with pytest.raises(PluginError, match="TensorRT documents only PTX for AOT plugins"):
@@ -186,8 +187,12 @@ def test_cubin_is_refused_unless_asked_for():
         qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, allow_cubin=True)
         assert all(k.code == b"\x7fELF cubin" for k in build_plugin(added, _profile(ex, torch.float32)))
     finally:
-        entry.compiled[key] = saved
-        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
+        for key, value in saved.items():
+            if value is None:
+                entry.compiled.pop(key, None)
+            else:
+                entry.compiled[key] = value
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, allow_cubin=False)
 
 
 class _Block(torch.nn.Module):
@@ -238,11 +243,11 @@ def test_region_ops_register_concurrently_and_match_compile_kernels(rewritten):
         assert pd.aot_impl_func is not None and pd.autotune_func is not None
         assert [k.code for k in qdp.tactics(op).values()] == [k.code for k in expected[op]]
         region = next(r for r in rewritten.outlined if r.op == op)
-        itensors = [trt.ITensor(p["name"], [-1 if not d.isdigit() else int(d) for d in p["shape"]], trt.float32) for p in region.inputs]
+        itensors = [trt.ITensor(p.name, [d if isinstance(d, int) else -1 for d in p.shape], trt.float32) for p in region.inputs]
         added = add_plugin_aot(getattr(trtp.op.tta, op)(*itensors))
         # The batch dim is dynamic: at three batch sizes the plugin's output shapes are the region's.
         for b in (1, 7, 64):
-            shapes = [tuple(b if not d.isdigit() else int(d) for d in p["shape"]) for p in region.inputs]
+            shapes = [tuple(d if isinstance(d, int) else b for d in p.shape) for p in region.inputs]
             assert [tuple(evaluate(e, shapes) for e in o) for o in added.output_shapes] == [(b, 16, 64)]
 
 
@@ -252,6 +257,37 @@ def test_rmsnorm_region_profile_beyond_its_block_is_refused(rewritten):
     assert len(qdp.restrict_tactics(op, [[(1, 64), (16, 16), (64, 64)], [(64, 64)]])) == 2
     with pytest.raises(PluginError, match="input 0 dim 2 was 64 when the kernels were compiled"):
         qdp.restrict_tactics(op, [[(1, 64), (16, 16), (1, 8192)], [(64, 64)]])
+
+
+def test_a_later_register_keeps_the_target_it_is_not_given():
+    ex, pid = _define_example("triton_softmax")
+    name = pid.split("::")[1]
+    entry = qdp._entries[name]
+    try:
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=100, max_ptx=None)
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
+        assert (entry.sm, entry.max_ptx, entry.allow_cubin) == (100, None, False)
+    finally:
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=90, max_ptx=90)
+
+
+def test_str_and_bool_attributes_reach_aot_impl():
+    ex = by_name("triton_add_relu")
+    attrs = [qdp.Attribute("mode", str), qdp.Attribute("flag", bool)]
+    pid = qdp.define("ex_attrs", ex.plugin(), ex.input_metas(torch.float32), ex.meta, attributes=attrs)
+    seen = []
+    original = qdp._aot_impl
+    qdp._aot_impl = lambda entry, inputs, values, outputs, tactic: seen.append(values) or original(entry, inputs, values, outputs, tactic)
+    try:
+        x = _itensors(ex, torch.float32)
+        added = add_plugin_aot(trtp.op.tta.ex_attrs(*x, mode="fast", flag=True))
+        assert added.plugin.attrs == {"mode": "fast", "flag": True}
+        assert len(build_plugin(added, _profile(ex, torch.float32))) == len(ex.configs)
+    finally:
+        qdp._aot_impl = original
+    assert seen and all(v == {"mode": "fast", "flag": True} for v in seen)
+    with pytest.raises(ValueError, match="Unexpected schema"):
+        trtp.op.tta.ex_attrs(*x, flag=True, mode="fast")
 
 
 def test_unknown_op_and_attribute_rules():
