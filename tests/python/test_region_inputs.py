@@ -37,7 +37,7 @@ def test_input_order_is_the_same_under_every_export(pinned):
     seen = {(strict, dec): _region(model, strict, dec) for strict in (False, True) for dec in (False, True)}
     want = ["p_lin_bias", "x", "p_lin_weight"] if pinned else ["x", "p_lin_weight", "p_lin_bias"]
     for key, r in seen.items():
-        assert [p["name"] for p in r.inputs] == want, key
+        assert [p.name for p in r.inputs] == want, key
     # The op name depends on the body (decomposed or not), never on the export mode.
     for dec in (False, True):
         assert seen[(False, dec)].op == seen[(True, dec)].op
@@ -77,7 +77,7 @@ def test_sizes_of_region_inputs_are_derived_not_inputs(strict):
     ep = torch.export.export(Attention(), qkv(8), dynamic_shapes=({2: seq},) * 3, strict=strict).run_decompositions()
     res = tta.rewrite(ep)
     (r,) = res.outlined
-    assert [p["name"] for p in r.inputs] == ["q", "k", "v"] and all(p["kind"] == "tensor" for p in r.inputs)
+    assert [p.name for p in r.inputs] == ["q", "k", "v"] and all(p.is_tensor for p in r.inputs)
     (node,) = [n for n in res.program.graph.nodes if getattr(n.target, "namespace", None) == "tta"]
     assert len(node.args) == 3
     for n in (5, 13):
