@@ -4,7 +4,9 @@ one region to be replaced by a custom plugin.
 Each entry tags the fx nodes it traces through ``torch.fx.traceback.annotate`` with the key
 ``tta_region:<id>`` (one key per region, so nesting leaves two keys on a node and is caught in
 the graph even where Python could not see it). The tags land in ``node.meta["custom"]`` and
-survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``.
+survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``. Each entry also
+leaves one marker node (``markers.py``), so a region that traced nothing, or landed in a
+``torch.cond`` branch, is still reported, and ``inputs=`` fixes the plugin's input order.
 """
 
 from __future__ import annotations
