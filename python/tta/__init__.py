@@ -8,8 +8,9 @@ Torch-TensorRT (see README.md and ARCHITECTURE.md).
 from .annotate import lower_as
 from .errors import AnnotationError, GraphError, PluginError, TTAError
 from .plugin import Plugin, custom_plugin
-from .rewrite import RegionReport, RewriteResult, rewrite
-from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
+from .core import RegionReport
+from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
+from .selectors import ModuleSelector, PatternSelector, lower_pattern
 from .specs import KernelSpec, cutedsl, cutile, triton
 
 __all__ = [

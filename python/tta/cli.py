@@ -10,8 +10,8 @@ import argparse
 import json
 import sys
 
-from . import _core
-from .errors import from_core
+from . import core
+from .errors import GraphError
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -24,13 +24,13 @@ def _report(args: argparse.Namespace) -> int:
         with open(args.impls) as f:
             impls = json.load(f)
     try:
-        outcome = _core.analyze(json.dumps(graph_doc), json.dumps(impls)).outline("{}")
-    except _core.CoreError as e:
-        err = from_core(e)
+        outcome = core.analyze(json.dumps(graph_doc), impls).outline()
+    except GraphError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"report": json.loads(outcome.report_json()), **json.loads(outcome.edits_json())}, indent=1))
+        doc = {"report": outcome.report(), "edits": outcome.edits, "moves": outcome.moves}
+        print(json.dumps(core.to_jsonable(doc), indent=1))
     else:
         print(outcome.report_text())
         print(outcome.graph_text())
