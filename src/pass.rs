@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Dag, Graph};
 use crate::lowering::outline::{self, Accepted};
 use crate::lowering::{naming, signature, Edit, ImplDecl, MetaOut, Move, RegionReport, Status};
-use crate::regions::selectors::{self, Selection, Selectors};
+use crate::regions::selectors::{self, Selection, Selectors, Unmatched};
 use crate::regions::{collect, validate, Boundary, Port, Region};
 use indexmap::IndexMap;
 use rayon::prelude::*;
@@ -44,6 +44,8 @@ pub struct Analysis {
     pub impls: Impls,
     pub regions: Vec<Region>,
     pub verdicts: Vec<std::result::Result<Boundary, String>>,
+    /// Patterns that occur nowhere, with their closest partial match.
+    pub unmatched: Vec<Unmatched>,
     pub timings: Timings,
 }
 
@@ -73,6 +75,7 @@ pub struct Outcome {
     /// Names of nodes the rewrite created or rewired (see `check_delta`).
     pub changed: std::collections::HashSet<String>,
     pub report: Vec<RegionReport>,
+    pub unmatched: Vec<Unmatched>,
     pub timings: Timings,
 }
 
@@ -133,6 +136,7 @@ fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&st
             selectors::apply_order(&g, b, order);
         }
     }
+    let unmatched = selection.unmatched;
     // Occurrences refused by a selector skip validation (and the overlap check).
     for (r, why) in selection.refused {
         regions.push(r);
@@ -148,7 +152,7 @@ fn analyze_with(g: Graph, impls: Impls, select: impl FnOnce(&Graph, &HashMap<&st
         }
     }
     let analyze_ms = ms(t);
-    Ok(Analysis { graph: g, impls, regions, verdicts, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
+    Ok(Analysis { graph: g, impls, regions, verdicts, unmatched, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
 }
 
 impl Analysis {
@@ -189,7 +193,7 @@ impl Analysis {
             }
         }
         let t = Instant::now();
-        let Analysis { graph, impls, regions, verdicts, timings } = self;
+        let Analysis { graph, impls, regions, verdicts, unmatched, timings } = self;
         let g = &graph;
         // Signature checks and naming, per region, in parallel.
         let decided: Vec<std::result::Result<String, String>> = regions
@@ -251,7 +255,7 @@ impl Analysis {
             r.node = node_of.get(r.id.as_str()).map(|s| s.to_string());
         }
         let timings = Timings { outline_ms: ms(t), ..timings };
-        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, timings })
+        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, unmatched, timings })
     }
 }
 
@@ -264,6 +268,15 @@ pub struct Delta {
 }
 
 impl Outcome {
+    /// The region reports, then each pattern that occurs nowhere with its closest match.
+    pub fn report_text(&self) -> String {
+        let mut text: String = self.report.iter().map(|r| r.to_string()).collect();
+        for u in &self.unmatched {
+            text.push_str(&format!("pattern {} occurs nowhere; {}\n", u.pattern, u.closest));
+        }
+        text
+    }
+
     /// The same verdict as `check_matches` without a full re-serialization: the order must
     /// match, every node the pass changed must come back re-serialized and equal, and no other
     /// node may have changed on the Python side.

@@ -78,7 +78,11 @@ impl PyOutcome {
         json(&self.0.report)
     }
     fn report_text(&self) -> String {
-        self.0.report.iter().map(|r| r.to_string()).collect()
+        self.0.report_text()
+    }
+    /// Patterns that occur nowhere: JSON list of {"pattern", "closest"}.
+    fn unmatched_json(&self) -> String {
+        json(&self.0.unmatched)
     }
     fn graph_json(&self) -> String {
         graph::to_json(&self.0.graph)

@@ -269,7 +269,8 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     result = program if not isinstance(program, ExportedProgram) else _with_new_graph(program, g)
     lap("wrap")
     regions = [RegionReport(**r) for r in json.loads(outcome.report_json())]
-    _selectors.warn_unmatched(selectors, regions)
+    unmatched = {u["pattern"]: u["closest"] for u in json.loads(outcome.unmatched_json())}
+    _selectors.warn_unmatched(selectors, regions, unmatched)
     stages["total_s"] = time.perf_counter() - clock[0]
     stages["rust"] = json.loads(outcome.timings_json())
     return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=stages)

@@ -42,6 +42,10 @@ pub struct PatternSelector {
     #[serde(rename = "impl")]
     pub impl_key: String,
     pub graph: Graph,
+    /// Other forms of the same pattern (traced in other dtypes, whose conversions differ), with
+    /// the same inputs and outputs; an occurrence of any form is an occurrence of the pattern.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forms: Vec<Graph>,
 }
 
 /// The boundary order a pattern fixes: producers bound to the pattern's inputs, in pattern
@@ -63,11 +67,20 @@ pub struct Selection {
     /// occurrence of their pattern and are kept out of the overlap check, so a refusal here
     /// never takes a valid region down with it.
     pub refused: Vec<(Region, String)>,
+    /// Patterns that occur nowhere, each with its closest partial match.
+    pub unmatched: Vec<Unmatched>,
+}
+
+/// A pattern that occurs nowhere, and why: where the search got furthest and what differed.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Unmatched {
+    pub pattern: String,
+    pub closest: String,
 }
 
 impl From<Vec<Region>> for Selection {
     fn from(regions: Vec<Region>) -> Self {
-        Selection { ports: vec![None; regions.len()], regions, refused: Vec::new() }
+        Selection { ports: vec![None; regions.len()], regions, refused: Vec::new(), unmatched: Vec::new() }
     }
 }
 
@@ -84,9 +97,12 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
         }
     }
     let mut out = Selection::from(modules::select(g, &sel.modules)?);
-    let compiled: Vec<pattern::Pattern> = sel.patterns.iter().map(pattern::Pattern::compile).collect::<Result<_>>()?;
-    let found: Vec<pattern::Found> = compiled.par_iter().map(|p| p.find(g, index, dag)).collect();
-    for f in found {
+    let compiled: Vec<Vec<pattern::Pattern>> = sel.patterns.iter().map(pattern::Pattern::compile_all).collect::<Result<_>>()?;
+    let found: Vec<pattern::Found> = compiled.par_iter().map(|forms| pattern::find(forms, g, index, dag)).collect();
+    for (f, p) in found.into_iter().zip(&sel.patterns) {
+        if f.regions.is_empty() && f.refused.is_empty() {
+            out.unmatched.push(Unmatched { pattern: p.name.clone(), closest: f.closest });
+        }
         out.ports.extend(f.ports.into_iter().map(Some));
         out.regions.extend(f.regions);
         out.refused.extend(f.refused);
@@ -95,18 +111,19 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
 }
 
 /// Put a boundary's ports in the order a pattern fixes (boundaries otherwise list inputs in
-/// first-use order, which depends on the target graph, not on the impl's signature).
+/// first-use order, which depends on the target graph, not on the impl's signature). Ports the
+/// pattern does not name (sizes the target computed outside the occurrence) follow, in
+/// first-use order.
 pub fn apply_order(g: &Graph, b: &mut Boundary, order: &PortOrder) {
     fn permute(g: &Graph, ports: &mut Vec<super::Port>, want: &[usize]) {
-        let name = |k: usize| g.nodes[want[k]].name.as_str();
-        if ports.len() != want.len() || (0..want.len()).all(|k| ports[k].name == name(k)) {
-            return; // already in order (or not the pattern's ports, which a valid occurrence cannot be)
+        let mut rest: Vec<Option<super::Port>> = std::mem::take(ports).into_iter().map(Some).collect();
+        for &w in want {
+            let name = g.nodes[w].name.as_str();
+            if let Some(p) = rest.iter_mut().find(|p| p.as_ref().is_some_and(|p| p.name == name)) {
+                ports.push(p.take().expect("found above"));
+            }
         }
-        let Some(at) = (0..want.len()).map(|k| ports.iter().position(|p| p.name == name(k))).collect::<Option<Vec<usize>>>() else {
-            return;
-        };
-        let mut old: Vec<Option<super::Port>> = std::mem::take(ports).into_iter().map(Some).collect();
-        *ports = at.into_iter().map(|i| old[i].take().expect("distinct nodes, distinct ports")).collect();
+        ports.extend(rest.into_iter().flatten());
     }
     permute(g, &mut b.inputs, &order.inputs);
     permute(g, &mut b.outputs, &order.outputs);
