@@ -2,33 +2,58 @@
 
 Mark regions with ``tta.lower_as(impl=...)``, export, and ``tta.rewrite`` outlines each region
 into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
+
+The public names load on first use, so that ``tta report`` and other tools that only need the
+Rust core start without importing torch.
 """
 
-from .annotate import lower_as
-from .errors import AnnotationError, GraphError, PluginError, TTAError
-from .plugin import Plugin, custom_plugin
-from .rewrite import RegionReport, RewriteResult, rewrite
-from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
-from .specs import KernelSpec, cutedsl, cutile, triton
+from __future__ import annotations
 
-__all__ = [
-    "AnnotationError",
-    "GraphError",
-    "KernelSpec",
-    "ModuleSelector",
-    "PatternSelector",
-    "Plugin",
-    "PluginError",
-    "RegionReport",
-    "RewriteResult",
-    "TTAError",
-    "custom_plugin",
-    "cutedsl",
-    "cutile",
-    "find_regions",
-    "lower_as",
-    "lower_modules",
-    "lower_pattern",
-    "rewrite",
-    "triton",
-]
+import importlib
+from typing import TYPE_CHECKING
+
+from .errors import AnnotationError, GraphError, PluginError, TTAError
+
+# public name -> submodule that defines it
+_LAZY = {
+    "lower_as": "annotate",
+    "Plugin": "plugin",
+    "custom_plugin": "plugin",
+    "RegionReport": "rewrite",
+    "RewriteResult": "rewrite",
+    "rewrite": "rewrite",
+    "save_graph": "graph_file",
+    "ModuleSelector": "selectors",
+    "PatternSelector": "selectors",
+    "find_regions": "selectors",
+    "lower_modules": "selectors",
+    "lower_pattern": "selectors",
+    "KernelSpec": "specs",
+    "cutedsl": "specs",
+    "cutile": "specs",
+    "triton": "specs",
+}
+
+__all__ = sorted(["AnnotationError", "GraphError", "PluginError", "TTAError", *_LAZY])
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tta' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:
+    from .annotate import lower_as
+    from .plugin import Plugin, custom_plugin
+    from .rewrite import RegionReport, RewriteResult, rewrite
+    from .graph_file import save_graph
+    from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
+    from .specs import KernelSpec, cutedsl, cutile, triton

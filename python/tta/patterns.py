@@ -14,6 +14,7 @@ a model exported with other sizes and in another dtype. So, unless pinned:
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import warnings
 from typing import Any, Callable, Mapping, Sequence
@@ -42,6 +43,22 @@ class _Call(nn.Module):
 
     def forward(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
+
+
+def _as_module(fn: Callable) -> nn.Module:
+    """``fn`` as a module whose forward has ``fn``'s signature: export names the pattern's
+    inputs after its parameters, and messages about them use the user's names."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return _Call(fn)
+
+    def forward(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    forward.__signature__ = sig.replace(parameters=[self_param, *sig.parameters.values()])
+    return type("_Call", (_Call,), {"forward": forward})(fn)
 
 
 def _structure(doc: dict) -> str:
@@ -105,7 +122,7 @@ class PatternSelector:
             isinstance(self.pattern, nn.Module) and any(p.is_floating_point() for p in self.pattern.parameters()))
 
     def _examples(self, dtype: torch.dtype | None):
-        module = self.pattern if isinstance(self.pattern, nn.Module) else _Call(self.pattern)
+        module = self.pattern if isinstance(self.pattern, nn.Module) else _as_module(self.pattern)
         args, kwargs = self.example_inputs, self.example_kwargs
         if dtype is not None:
             cast = lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t  # noqa: E731

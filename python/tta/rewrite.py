@@ -116,6 +116,13 @@ def _meta_outputs(plugin, vals: list) -> dict:
         with fake_mode if fake_mode is not None else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
         res = list(res) if isinstance(res, (tuple, list)) else [res]
+        bad = next((t for t in res if not isinstance(t, torch.Tensor)), None)
+        if bad is not None or not res:
+            got = "nothing" if not res else f"a {type(bad).__name__}"
+            code = getattr(plugin.meta_impl, "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+            return {"error": f"meta_impl{where} returned {got}; it must return a tensor, or a tuple of tensors, "
+                             "shaped like the region's outputs (e.g. x.new_empty(x.shape))"}
         return {"ok": [{"dtype": graph._dtype(t.dtype), "shape": graph._dims(t.shape)} for t in res]}
     except Exception as e:  # the user's meta_impl: report, never crash the rewrite
         return {"error": f"{type(e).__name__}: {e}"}

@@ -426,7 +426,7 @@ pub fn parse(text: &str) -> Result<Poly, ExprError> {
     let mut p = Parser { tokens, pos: 0 };
     let e = p.sum()?;
     if p.pos != p.tokens.len() {
-        return Err(ExprError(format!("unexpected {:?} in {text:?}", p.tokens[p.pos])));
+        return Err(ExprError(format!("unexpected `{}` in `{text}`", p.tokens[p.pos])));
     }
     Ok(e)
 }
@@ -436,6 +436,17 @@ enum Tok {
     Int(i64),
     Ident(String),
     Op(&'static str),
+}
+
+/// As written in the expression: errors quote the user's text, not Rust's debug form.
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tok::Int(i) => write!(f, "{i}"),
+            Tok::Ident(s) => f.write_str(s),
+            Tok::Op(o) => f.write_str(o),
+        }
+    }
 }
 
 fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
@@ -451,7 +462,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                let v = text[start..i].parse().map_err(|_| ExprError(format!("integer too large in {text:?}")))?;
+                let v = text[start..i].parse().map_err(|_| ExprError(format!("integer too large in `{text}`")))?;
                 out.push(Tok::Int(v));
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
@@ -475,7 +486,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                         b'(' => "(",
                         b')' => ")",
                         b',' => ",",
-                        _ => return Err(ExprError(format!("unexpected character {:?} in {text:?}", c as char))),
+                        _ => return Err(ExprError(format!("unexpected character `{}` in `{text}`", c as char))),
                     },
                 };
                 i += op.len();
@@ -504,7 +515,7 @@ impl Parser {
             self.pos += 1;
             Ok(())
         } else {
-            Err(ExprError(format!("expected {op:?} at token {}", self.pos)))
+            Err(ExprError(format!("expected `{op}` at token {}", self.pos)))
         }
     }
 
@@ -591,7 +602,8 @@ impl Parser {
                 self.expect(")")?;
                 call(&name, args)
             }
-            other => Err(ExprError(format!("unexpected {other:?}"))),
+            Some(other) => Err(ExprError(format!("unexpected `{other}`"))),
+            None => Err(ExprError("the expression ends where a value should follow".into())),
         }
     }
 }
