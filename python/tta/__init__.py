@@ -10,6 +10,8 @@ Rust core start without importing torch.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING
 
 from .errors import AnnotationError, GraphError, PluginError, TTAError
@@ -48,6 +50,18 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value) -> None:
+        # Importing the submodule tta.rewrite binds it on the package under the name of the
+        # public function tta.rewrite; the function keeps the name (as with eager imports).
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:

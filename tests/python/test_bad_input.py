@@ -220,3 +220,25 @@ def test_compile_kernels_refuses_integer_inputs():
     assert len(res.outlined) == 1, str(res)
     with pytest.raises(tta.PluginError, match=r"^k_[0-9a-f]{12}: a kernel plugin takes tensors only; region k:\d+ also reads integers$"):
         res.compile_kernels()
+
+
+# -- report text --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, message", [
+    ("s0 *", "the expression ends where a value should follow"),
+    ("s0 ** 2 2", "unexpected `2` in `s0 ** 2 2`"),
+    ("s0 $ 1", "unexpected character `$` in `s0 $ 1`"),
+])
+def test_shape_expression_errors_quote_the_text_not_rust(text, message):
+    from tta import _core
+
+    with pytest.raises(_core.CoreError) as err:
+        _core.canonical_expr(text)
+    assert err.value.args[1] == message
+    assert "Some(" not in message and "Op(" not in message
+
+
+def test_a_region_chosen_by_path_names_the_path_once():
+    ep = torch.export.export(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), (torch.randn(2, 4),)).run_decompositions()
+    res = tta.lower_modules(ep, {"1": plugin("by_path")})
+    assert "region module:1 [module 1] impl=" in res.report_text, res.report_text
