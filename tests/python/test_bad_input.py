@@ -238,7 +238,16 @@ def test_shape_expression_errors_quote_the_text_not_rust(text, message):
     assert "Some(" not in message and "Op(" not in message
 
 
+class LinearRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.act = nn.Linear(4, 4), nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.lin(x))
+
+
 def test_a_region_chosen_by_path_names_the_path_once():
-    ep = torch.export.export(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), (torch.randn(2, 4),)).run_decompositions()
-    res = tta.lower_modules(ep, {"1": plugin("by_path")})
-    assert "region module:1 [module 1] impl=" in res.report_text, res.report_text
+    ep = torch.export.export(LinearRelu(), (torch.randn(2, 4),)).run_decompositions()
+    res = tta.lower_modules(ep, {"act": plugin("by_path")})
+    assert "region module:act [module act] impl=" in res.report_text, res.report_text
