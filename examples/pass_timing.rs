@@ -15,7 +15,7 @@ fn main() {
     let impls: pass::Impls = serde_json::from_str(&std::fs::read_to_string(impls_path).expect("impls file")).expect("impls");
     for round in 0..3 {
         let t = Instant::now();
-        let analysis = pass::analyze_json(&text, impls.clone(), Vec::new()).expect("analyze");
+        let analysis = pass::analyze_json(&text, impls.clone(), &Default::default()).expect("analyze");
         let outcome = analysis.outline(&HashMap::new()).expect("outline");
         let t_outline = t.elapsed();
         let json = tta::graph::to_json(&outcome.graph);

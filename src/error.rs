@@ -25,6 +25,8 @@ pub enum ErrorKind {
     Mismatch,
     /// PTX text could not be parsed or does not fit the target.
     Ptx,
+    /// A bug in tta (a caught panic): the message names the entry point and its input.
+    Internal,
 }
 
 impl Error {

@@ -3,9 +3,11 @@
 //! `python`) only converts between JSON strings and Python objects.
 
 pub mod error;
+pub mod expr;
 pub mod graph;
 pub mod lowering;
 pub mod pass;
+pub mod ptx;
 pub mod regions;
 
 #[cfg(feature = "python")]

@@ -108,7 +108,7 @@ fn reader_between_members_is_moved_after_the_new_node() {
 
 #[test]
 fn meta_outputs_are_compared_up_to_expression_form() {
-    let analysis = || pass::analyze(region_graph(&["2*s0", "8"]), impls(&[("k", "p")]), Vec::new()).unwrap();
+    let analysis = || pass::analyze(region_graph(&["2*s0", "8"]), impls(&[("k", "p")]), &Default::default()).unwrap();
     let meta = |shape: &str, dtype: &str| {
         HashMap::from([(
             "r".to_string(),

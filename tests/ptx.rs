@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use tta::lowering::ptx::{self, IsaVersion, QdpSlots, QdpSpec};
+use tta::ptx::{self, IsaVersion, QdpSlots, QdpSpec};
 
 const CUDA_13_0_MAX: IsaVersion = IsaVersion::new(9, 0);
 

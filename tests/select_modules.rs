@@ -122,7 +122,7 @@ fn one_instance_two_selectors_same_impl_is_one_region_different_impls_an_error()
     );
     assert_eq!(outlined(&out).len(), 2);
 
-    let e = tta::pass::analyze_selected(
+    let e = tta::pass::analyze(
         two_blocks(),
         impls(&["a@1", "b@1"]),
         &selectors(json!({"modules": [{"type": "m.Block", "impl": "a@1"}, {"path": "blocks.0", "impl": "b@1"}]})),
@@ -134,7 +134,7 @@ fn one_instance_two_selectors_same_impl_is_one_region_different_impls_an_error()
     assert_eq!(e.node.as_deref(), Some("add0"));
 
     let bad = tta::regions::selectors::from_json(r#"{"modules": [{"type": "m.Block", "path": "b", "impl": "a"}]}"#).unwrap();
-    let e = tta::pass::analyze_selected(two_blocks(), impls(&["a"]), &bad).err().unwrap();
+    let e = tta::pass::analyze(two_blocks(), impls(&["a"]), &bad).err().unwrap();
     assert!(e.message.contains("exactly one of"), "{e}");
     assert!(tta::regions::selectors::from_json(r#"{"modules": [], "bogus": 1}"#).is_err());
 }

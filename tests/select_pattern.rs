@@ -267,7 +267,7 @@ fn a_non_convex_occurrence_is_refused_by_validation() {
 #[test]
 fn malformed_patterns_are_input_errors_naming_the_pattern() {
     let g = graph(vec![ph("a"), call("r", "aten.relu.default", json!(["@a"])), output(&["r"])]);
-    let err = |p: Value| tta::pass::analyze_selected(g.clone(), impls(&["p@1"]), &selectors(patterns(vec![p]))).err().unwrap();
+    let err = |p: Value| tta::pass::analyze(g.clone(), impls(&["p@1"]), &selectors(patterns(vec![p]))).err().unwrap();
 
     let e = err(pattern("two", "p@1", vec![ph("x"), ph("y"), call("r", "aten.relu.default", json!(["@x"])), call("n", "aten.neg.default", json!(["@y"])), output(&["r", "n"])]));
     assert_eq!(e.kind, tta::ErrorKind::Input);
@@ -286,7 +286,7 @@ fn malformed_patterns_are_input_errors_naming_the_pattern() {
     let e = err(pattern("bad", "p@1", vec![ph("x"), call("r", "aten.relu.default", json!(["@nope"])), output(&["r"])]));
     assert!(e.message.contains("the pattern graph is invalid"), "{e}");
 
-    let e = tta::pass::analyze_selected(g.clone(), impls(&["ar@1"]), &selectors(patterns(vec![add_relu(), add_relu()]))).err().unwrap();
+    let e = tta::pass::analyze(g.clone(), impls(&["ar@1"]), &selectors(patterns(vec![add_relu(), add_relu()]))).err().unwrap();
     assert!(e.message.contains("two patterns are named `add_relu`"), "{e}");
 }
 

@@ -1,7 +1,8 @@
 """tta: put your own Triton, cuTile and CuTeDSL kernels into TensorRT engines.
 
 Mark regions with ``tta.lower_as(impl=...)``, export, and ``tta.rewrite`` outlines each region
-into one ``tta::<op>`` plugin node (see README.md and ARCHITECTURE.md).
+into one ``tta::<op>`` plugin node; ``tta.compile`` builds them into TensorRT engines through
+Torch-TensorRT (see README.md and ARCHITECTURE.md).
 
 The public names load on first use, so that ``tta report`` and other tools that only need the
 Rust core start without importing torch.
@@ -16,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from .errors import AnnotationError, GraphError, PluginError, TTAError
 
-# public name -> submodule that defines it
+# public name -> submodule that defines it (tta.compile's imports Torch-TensorRT)
 _LAZY = {
+    "compile": "trt.compile",
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
@@ -66,6 +68,7 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:
     from .annotate import lower_as
+    from .trt.compile import compile
     from .plugin import Plugin, custom_plugin
     from .rewrite import RegionReport, RewriteResult, rewrite
     from .graph_file import save_graph

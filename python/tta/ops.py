@@ -21,7 +21,11 @@ NAMESPACE = "tta"
 _lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive for the whole process
 _ops: dict[str, torch._ops.OpOverload] = {}
 _bodies: dict[str, torch.fx.GraphModule] = {}
+_signatures: dict[str, tuple[list[dict], list[dict], Plugin]] = {}
 _lock = threading.Lock()
+# Called as fn(op_name, overload) once per op, right after it is registered; lowering
+# backends (tta.trt) subscribe to register their converter and plugin for every tta op.
+_listeners: list[Callable[[str, torch._ops.OpOverload], None]] = []
 
 
 def schema(inputs: list[dict], outputs: list[dict]) -> str:
@@ -104,10 +108,30 @@ def ensure_op(op: str, inputs: list[dict], outputs: list[dict], plugin: Plugin, 
         torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm
+        _signatures[op] = (inputs, outputs, plugin)
         _ops[op] = overload
-        return overload
+        listeners = list(_listeners)
+    for fn in listeners:
+        fn(op, overload)
+    return overload
+
+
+def on_op_created(fn: Callable[[str, torch._ops.OpOverload], None]) -> None:
+    """Call ``fn(op_name, overload)`` for every ``tta::*`` op: now for those already
+    registered, then for each new one as it is registered."""
+    with _lock:
+        _listeners.append(fn)
+        existing = [(op, _ops[op]) for op in list(_ops)]
+    for op, overload in existing:
+        fn(op, overload)
 
 
 def body_of(op: str) -> torch.fx.GraphModule | None:
     """The region body an op was registered with (its fallback implementation)."""
     return _bodies.get(op)
+
+
+def signature_of(op: str) -> tuple[list[dict], list[dict], Plugin] | None:
+    """(input ports, output ports, plugin) an op was registered with: the region signature
+    the Rust pass computed (each port: kind, dtype, shape as graph-symbol expressions)."""
+    return _signatures.get(op)

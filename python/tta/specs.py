@@ -48,7 +48,12 @@ class KernelSpec:
 
     @property
     def cache_key(self) -> str:
-        payload = json.dumps([self.backend, self.identity, _source_digest(self.launch_fn), self.configs], default=repr)
+        # The kernels the launch function calls are part of the key: editing a kernel changes the
+        # plugin's op name, and with it every cache keyed on the graph (Torch-TensorRT's engines).
+        from .aot.compile import _referenced
+
+        kernels = sorted(_referenced(self.launch_fn).items())
+        payload = json.dumps([self.backend, self.identity, _source_digest(self.launch_fn), self.configs, kernels], default=repr)
         return f"{self.backend}:{self.identity}:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
     def config_dicts(self) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@
 
 use super::ir::{Dim, Graph, Node, OpKind, Value, FORMAT, VERSION};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lowering::expr;
+use crate::expr;
 use std::collections::HashMap;
 
 /// torch dtypes by the name `str(dtype)` gives without the `torch.` prefix.

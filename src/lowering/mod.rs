@@ -1,14 +1,13 @@
 //! From validated regions to a rewritten graph: signatures, op names, outlining, ordering,
-//! and the report. Also the shape-expression algebra and PTX text work the backends need.
+//! and the report.
 
-pub mod expr;
 pub mod naming;
 pub mod order;
 pub mod outline;
-pub mod ptx;
 pub mod report;
 pub mod signature;
 
-pub use outline::{Edit, Move};
+pub use order::Move;
+pub use outline::Edit;
 pub use report::{RegionReport, Status};
 pub use signature::{ImplDecl, MetaOut};

@@ -1,9 +1,16 @@
 //! Keep the node list topologically ordered after outlining, with as little movement as possible.
 
-use super::outline::Move;
 use crate::graph::Graph;
 use std::cmp::Reverse;
+use serde::Serialize;
 use std::collections::{BinaryHeap, HashMap};
+
+/// One step Python replays after the edits: put `node` right after `after`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Move {
+    pub node: String,
+    pub after: String,
+}
 
 /// If some node reads a value defined after it, re-sort stably (Kahn's algorithm, always taking
 /// the ready node that came first) and return the moves that turn the old order into the new

@@ -4,8 +4,12 @@
 //! The new node takes the place of the region's last member. That order is valid unless an
 //! outside reader of a region output sat between the members; then the graph is re-sorted
 //! stably (`order.rs`) and the moves that Python must replay are recorded.
+//!
+//! Steps: mint fresh names (`Namer`), build the replacement nodes of each region (`replace`,
+//! every node made by one constructor, `derived`), splice them in while moving the untouched
+//! nodes (`splice`), and prune the declarations of regions that no longer tag a node.
 
-use super::order;
+use super::order::{self, Move};
 use crate::graph::{Arg, Graph, Node, OpKind, Value};
 use crate::regions::{Boundary, Region};
 use serde::Serialize;
@@ -36,12 +40,6 @@ pub struct Edit {
     pub remove: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Move {
-    pub node: String,
-    pub after: String,
-}
-
 pub struct Outlined {
     pub graph: Graph,
     pub edits: Vec<Edit>,
@@ -53,123 +51,149 @@ pub struct Outlined {
 /// Consumes the graph: untouched nodes move into the result instead of being copied (a 100k-node
 /// graph is mostly untouched).
 pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
-    // Every name minted here starts with `tta_`; only existing names like that can collide.
-    let existing: HashSet<&str> = g.nodes.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with("tta_")).collect();
-    let mut minted: HashSet<String> = HashSet::new();
-    // Next suffix to try per base: names are only ever added, so the smallest free suffix never
-    // goes down, and thousands of regions sharing one base stay linear.
-    let mut next_suffix: HashMap<String, usize> = HashMap::new();
-    let mut fresh = |base: &str| -> String {
-        let k = next_suffix.entry(base.to_owned()).or_insert(0);
+    let mut namer = Namer::new(&g);
+    let mut plan = Plan {
+        removed: vec![false; g.nodes.len()],
+        rewire: vec![false; g.nodes.len()],
+        insert_at: Vec::with_capacity(accepted.len()),
+        rename: HashMap::new(),
+    };
+    let edits: Vec<Edit> = accepted.iter().map(|a| replace(&g, a, &mut namer, &mut plan)).collect();
+    drop(namer);
+    let (mut graph, changed, in_order) = splice(g, plan);
+    prune_declarations(&mut graph);
+    let moves = if in_order { Vec::new() } else { order::legalize(&mut graph) };
+    Outlined { graph, edits, moves, changed }
+}
+
+/// Fresh node names. Every name minted here starts with `tta_`; only existing names like that
+/// can collide.
+struct Namer<'g> {
+    existing: HashSet<&'g str>,
+    minted: HashSet<String>,
+    /// Next suffix to try per base: names are only ever added, so the smallest free suffix never
+    /// goes down, and thousands of regions sharing one base stay linear.
+    next_suffix: HashMap<String, usize>,
+}
+
+impl<'g> Namer<'g> {
+    fn new(g: &'g Graph) -> Self {
+        let existing = g.nodes.iter().map(|n| n.name.as_str()).filter(|n| n.starts_with("tta_")).collect();
+        Namer { existing, minted: HashSet::new(), next_suffix: HashMap::new() }
+    }
+
+    fn fresh(&mut self, base: &str) -> String {
+        let k = self.next_suffix.entry(base.to_owned()).or_insert(0);
         let mut name = if *k == 0 { base.to_owned() } else { format!("{base}_{k}") };
-        while existing.contains(name.as_str()) || minted.contains(&name) {
+        while self.existing.contains(name.as_str()) || self.minted.contains(&name) {
             *k += 1;
             name = format!("{base}_{k}");
         }
         *k += 1;
-        minted.insert(name.clone());
+        self.minted.insert(name.clone());
         name
-    };
-
-    let mut removed = vec![false; g.nodes.len()];
-    // Outside readers of region outputs: the only kept nodes whose arguments change.
-    let mut rewire = vec![false; g.nodes.len()];
-    // Position of a region's last member -> the nodes that replace it.
-    let mut insert_at: Vec<(usize, Vec<Node>)> = Vec::with_capacity(accepted.len());
-    let mut rename: HashMap<String, String> = HashMap::new();
-    let mut edits = Vec::with_capacity(accepted.len());
-
-    for a in accepted {
-        let members = &a.region.members;
-        let first = &g.nodes[members[0]];
-        let call_name = fresh(&format!("tta_{}", a.op.rsplit_once('_').map(|(base, _)| base).unwrap_or(&a.op)));
-        let out_vals: Vec<Value> = a
-            .boundary
-            .outputs
-            .iter()
-            .map(|p| g.nodes[members.iter().copied().find(|&m| g.nodes[m].name == p.name).unwrap()].val.clone())
-            .collect();
-        let mutated: Vec<usize> = a.boundary.inputs.iter().enumerate().filter(|(_, p)| p.mutated).map(|(i, _)| i).collect();
-        let call = Node {
-            name: call_name.clone(),
-            op: OpKind::CallFunction,
-            target: format!("tta.{}.default", a.op),
-            args: a.boundary.inputs.iter().map(|p| Arg::Ref(p.name.clone())).collect(),
-            kwargs: Default::default(),
-            val: if out_vals.len() == 1 { out_vals[0].clone() } else { Value::Tuple(out_vals.clone()) },
-            regions: Vec::new(),
-            module: first.module.clone(),
-            module_stack: first.module_stack.clone(),
-            source: first.source.clone(),
-            mutates: mutated.iter().map(|i| i.to_string()).collect(),
-            aliases: false,
-        };
-        let mut replacement = vec![call];
-        let mut getitems = Vec::new();
-        if out_vals.len() > 1 {
-            for (i, (port, val)) in a.boundary.outputs.iter().zip(out_vals).enumerate() {
-                let gi = fresh(&format!("{call_name}_{i}"));
-                rename.insert(port.name.clone(), gi.clone());
-                getitems.push(gi.clone());
-                replacement.push(Node {
-                    name: gi,
-                    op: OpKind::CallFunction,
-                    target: "_operator.getitem".into(),
-                    args: vec![Arg::Ref(call_name.clone()), Arg::Int(i as i64)],
-                    kwargs: Default::default(),
-                    val,
-                    regions: Vec::new(),
-                    module: first.module.clone(),
-                    module_stack: first.module_stack.clone(),
-                    source: first.source.clone(),
-                    mutates: Vec::new(),
-                    aliases: false,
-                });
-            }
-        } else {
-            rename.insert(a.boundary.outputs[0].name.clone(), call_name.clone());
-        }
-        for &m in members {
-            removed[m] = true;
-        }
-        for &r in &a.boundary.readers {
-            rewire[r] = true;
-        }
-        let last = *members.last().unwrap();
-        insert_at.push((last, replacement));
-        edits.push(Edit {
-            region: a.region.id.clone(),
-            op: a.op.clone(),
-            node: call_name,
-            inputs: a.boundary.inputs.iter().map(|p| p.name.clone()).collect(),
-            outputs: a.boundary.outputs.iter().map(|p| p.name.clone()).collect(),
-            getitems,
-            mutated,
-            after: g.nodes[last].name.clone(),
-            remove: members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
-        });
     }
+}
 
-    // Assemble in one pass, moving the untouched nodes. Readers of a region output may be
-    // anywhere, including another region's new call; the new node sits where the region's last
-    // member was, so the order stays valid unless a reader came before that (checked here, and
-    // only then is the whole graph re-sorted).
-    drop(existing);
+/// What `splice` does to the old node list.
+struct Plan {
+    removed: Vec<bool>,
+    /// Outside readers of region outputs: the only kept nodes whose arguments change.
+    rewire: Vec<bool>,
+    /// Position of a region's last member -> the nodes that replace it.
+    insert_at: Vec<(usize, Vec<Node>)>,
+    /// Region output -> the node that now provides it.
+    rename: HashMap<String, String>,
+}
+
+/// A node the rewrite makes, placed (module, source line) like the region's first member.
+fn derived(name: String, target: String, args: Vec<Arg>, val: Value, like: &Node, mutates: Vec<String>) -> Node {
+    Node {
+        name,
+        op: OpKind::CallFunction,
+        target,
+        args,
+        kwargs: Default::default(),
+        val,
+        regions: Vec::new(),
+        module: like.module.clone(),
+        module_stack: like.module_stack.clone(),
+        source: like.source.clone(),
+        mutates,
+        aliases: false,
+    }
+}
+
+/// Plan the replacement of one region and describe it for Python.
+fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit {
+    let members = &a.region.members;
+    let first = &g.nodes[members[0]];
+    let call_name = namer.fresh(&format!("tta_{}", a.op.rsplit_once('_').map(|(base, _)| base).unwrap_or(&a.op)));
+    let out_vals: Vec<Value> = a
+        .boundary
+        .outputs
+        .iter()
+        .map(|p| g.nodes[members.iter().copied().find(|&m| g.nodes[m].name == p.name).expect("an output is a member")].val.clone())
+        .collect();
+    let mutated: Vec<usize> = a.boundary.inputs.iter().enumerate().filter(|(_, p)| p.mutated).map(|(i, _)| i).collect();
+    let val = if out_vals.len() == 1 { out_vals[0].clone() } else { Value::Tuple(out_vals.clone()) };
+    let args = a.boundary.inputs.iter().map(|p| Arg::Ref(p.name.clone())).collect();
+    let call = derived(call_name.clone(), format!("tta.{}.default", a.op), args, val, first, mutated.iter().map(|i| i.to_string()).collect());
+    let mut replacement = vec![call];
+    let mut getitems = Vec::new();
+    if out_vals.len() > 1 {
+        for (i, (port, val)) in a.boundary.outputs.iter().zip(out_vals).enumerate() {
+            let gi = namer.fresh(&format!("{call_name}_{i}"));
+            plan.rename.insert(port.name.clone(), gi.clone());
+            getitems.push(gi.clone());
+            let args = vec![Arg::Ref(call_name.clone()), Arg::Int(i as i64)];
+            replacement.push(derived(gi, "_operator.getitem".into(), args, val, first, Vec::new()));
+        }
+    } else {
+        plan.rename.insert(a.boundary.outputs[0].name.clone(), call_name.clone());
+    }
+    for &m in members {
+        plan.removed[m] = true;
+    }
+    for &r in &a.boundary.readers {
+        plan.rewire[r] = true;
+    }
+    let last = *members.last().expect("a valid region has members");
+    plan.insert_at.push((last, replacement));
+    Edit {
+        region: a.region.id.clone(),
+        op: a.op.clone(),
+        node: call_name,
+        inputs: a.boundary.inputs.iter().map(|p| p.name.clone()).collect(),
+        outputs: a.boundary.outputs.iter().map(|p| p.name.clone()).collect(),
+        getitems,
+        mutated,
+        after: g.nodes[last].name.clone(),
+        remove: members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
+    }
+}
+
+/// Assemble in one pass, moving the untouched nodes. Readers of a region output may be
+/// anywhere, including another region's new call; the new node sits where the region's last
+/// member was, so the order stays valid unless a reader came before that (returned as the
+/// third value; only then is the whole graph re-sorted).
+fn splice(g: Graph, plan: Plan) -> (Graph, HashSet<String>, bool) {
+    let Plan { removed, rewire, mut insert_at, rename } = plan;
     insert_at.sort_unstable_by_key(|(pos, _)| *pos);
     let extra: usize = insert_at.iter().map(|(_, new)| new.len()).sum();
     let mut inserts = insert_at.into_iter().peekable();
     let mut changed: HashSet<String> = HashSet::new();
-    let mut placed: HashMap<String, usize> = HashMap::new();
+    let mut placed: HashSet<String> = HashSet::new();
     let mut in_order = true;
     let Graph { format, version, nodes: old, regions } = g;
     let mut nodes = Vec::with_capacity(old.len() + extra);
-    let mut place = |mut n: Node, is_new: bool, nodes: &mut Vec<Node>, placed: &mut HashMap<String, usize>| {
+    let mut place = |mut n: Node, is_new: bool, nodes: &mut Vec<Node>| {
         let mut touched = false;
         if is_new || !rename.is_empty() {
             n.map_refs(&mut |r| {
                 let new = rename.get(r).cloned()?;
                 touched = true;
-                in_order &= placed.get(&new).is_some();
+                in_order &= placed.contains(&new);
                 Some(new)
             });
         }
@@ -177,34 +201,33 @@ pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
             changed.insert(n.name.clone());
         }
         if is_new {
-            placed.insert(n.name.clone(), nodes.len());
+            placed.insert(n.name.clone());
         }
         nodes.push(n);
     };
     for (i, node) in old.into_iter().enumerate() {
         if inserts.peek().is_some_and(|(pos, _)| *pos == i) {
-            for n in inserts.next().unwrap().1 {
-                place(n, true, &mut nodes, &mut placed);
+            for n in inserts.next().expect("peeked").1 {
+                place(n, true, &mut nodes);
             }
         }
         if removed[i] {
             continue;
         }
         if rewire[i] {
-            place(node, false, &mut nodes, &mut placed);
+            place(node, false, &mut nodes);
         } else {
             nodes.push(node);
         }
     }
     drop(place);
+    (Graph { format, version, nodes, regions }, changed, in_order)
+}
 
-    let mut graph = Graph { format, version, nodes, regions };
-    // Declarations of regions that no longer tag any node (outlined ones) go away, as they do
-    // when Python re-serializes the rewritten fx graph.
+/// Declarations of regions that no longer tag any node (outlined ones) go away, as they do when
+/// Python re-serializes the rewritten fx graph.
+fn prune_declarations(graph: &mut Graph) {
     let live: HashSet<&str> = graph.nodes.iter().flat_map(|n| n.regions.iter().map(String::as_str)).collect();
-    let keep: Vec<String> = graph.regions.keys().filter(|k| live.contains(k.as_str())).cloned().collect();
+    let keep: HashSet<String> = graph.regions.keys().filter(|k| live.contains(k.as_str())).cloned().collect();
     graph.regions.retain(|k, _| keep.contains(k));
-
-    let moves = if in_order { Vec::new() } else { order::legalize(&mut graph) };
-    Outlined { graph, edits, moves, changed }
 }

@@ -1,6 +1,6 @@
 //! The plugin signature of a region, checked against what its impl declares.
 
-use crate::lowering::expr;
+use crate::expr;
 use crate::regions::{Boundary, Port, PortKind};
 use serde::{Deserialize, Serialize};
 

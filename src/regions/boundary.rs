@@ -1,11 +1,19 @@
 //! The boundary of a region: what it reads from outside and what outside reads from it.
 
+use super::pattern::PortOrder;
 use super::{Boundary, Port, PortKind, Region};
 use crate::graph::{Dag, Graph, Value};
 
-/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order.
-/// Fails (with the reason) when a boundary value is neither a tensor nor an integer.
-pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> bool) -> Result<Boundary, String> {
+/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order,
+/// unless `order` (a pattern's signature) fixes them. Fails (with the reason) when a boundary
+/// value is neither a tensor nor an integer.
+pub fn compute(
+    g: &Graph,
+    dag: &Dag,
+    region: &Region,
+    order: Option<&PortOrder>,
+    inside: &dyn Fn(usize) -> bool,
+) -> Result<Boundary, String> {
     let mut inputs: Vec<Port> = Vec::new();
     let mut input_pos: Vec<usize> = Vec::new();
     for &m in &region.members {
@@ -71,7 +79,25 @@ pub fn compute(g: &Graph, dag: &Dag, region: &Region, inside: &dyn Fn(usize) -> 
         region.members.iter().flat_map(|&m| dag.users[m].iter().copied()).filter(|&u| !inside(u)).collect();
     readers.sort_unstable();
     readers.dedup();
+    if let Some(order) = order {
+        permute(g, &mut inputs, &order.inputs);
+        permute(g, &mut outputs, &order.outputs);
+    }
     Ok(Boundary { inputs, outputs, readers })
+}
+
+/// Put ports in the order of the node positions `want` (a pattern's inputs or outputs). Ports
+/// the pattern does not name (sizes the target computed outside the occurrence) follow, in
+/// first-use order.
+fn permute(g: &Graph, ports: &mut Vec<Port>, want: &[usize]) {
+    let mut rest: Vec<Option<Port>> = std::mem::take(ports).into_iter().map(Some).collect();
+    for &w in want {
+        let name = g.nodes[w].name.as_str();
+        if let Some(p) = rest.iter_mut().find(|p| p.as_ref().is_some_and(|p| p.name == name)) {
+            ports.push(p.take().expect("found above"));
+        }
+    }
+    ports.extend(rest.into_iter().flatten());
 }
 
 fn describe(v: &Value) -> &'static str {

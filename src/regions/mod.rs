@@ -1,9 +1,11 @@
 //! Region instances: which nodes each one holds, where it came from, and whether it can be
 //! outlined. Selectors (`collect` for annotation tags; `modules` for module types and paths;
 //! `pattern` for subgraph patterns, both driven by `selectors`) only produce member sets;
-//! validation and boundary computation are shared by all of them.
+//! validation and boundary computation are shared by all of them. Each region travels through
+//! the pass as one `candidate::Candidate` (region, port order, verdict).
 
 pub mod boundary;
+pub mod candidate;
 pub mod collect;
 pub mod modules;
 pub mod pattern;

@@ -15,11 +15,24 @@
 //! - One instance chosen by two selectors with the same impl is one region; with different
 //!   impls it is an input error.
 
-use super::selectors::ModuleSelector;
 use super::{Origin, Region};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Graph, ModuleRef, OpKind};
 use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// Exactly one of `type` (the module class as `module.qualname`, compared exactly) or `path`
+/// (a dotted module path prefix) is given.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleSelector {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(rename = "impl")]
+    pub impl_key: String,
+}
 
 enum Rule<'a> {
     Type(&'a str),

@@ -5,7 +5,10 @@
 //! no in-place op unless the impl declares mutation; convex (no path leaves the region and
 //! comes back); every boundary value is a tensor or an integer.
 
-use super::{boundary, Boundary, Region};
+use super::boundary;
+use super::candidate::{Candidate, Verdict};
+use super::pattern::PortOrder;
+use super::{Boundary, Region};
 use crate::graph::{Dag, Graph, OpKind};
 use petgraph::graph::NodeIndex;
 use petgraph::visit::{depth_first_search, Control, DfsEvent, NodeFiltered};
@@ -23,12 +26,16 @@ pub struct Ownership {
 }
 
 impl Ownership {
-    pub fn build(g: &Graph, regions: &[Region]) -> Ownership {
+    /// Only pending candidates claim nodes: one already refused takes part in nothing.
+    pub fn build(g: &Graph, candidates: &[Candidate]) -> Ownership {
         let mut owner = vec![NO_REGION; g.nodes.len()];
         let mut clashes: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut first_owner: HashMap<usize, u32> = HashMap::new();
-        for (r, region) in regions.iter().enumerate() {
-            for &m in &region.members {
+        for (r, c) in candidates.iter().enumerate() {
+            if !matches!(c.verdict, Verdict::Pending) {
+                continue;
+            }
+            for &m in &c.region.members {
                 match owner[m] {
                     NO_REGION => owner[m] = r as u32,
                     other => {
@@ -51,11 +58,11 @@ impl Ownership {
                 let names: Vec<String> = others
                     .iter()
                     .map(|&o| {
-                        let other = &regions[o];
+                        let other = &candidates[o].region;
                         format!("region {} ({})", other.id, other.source.as_deref().unwrap_or("unknown source"))
                     })
                     .collect();
-                let shared = regions[r].members.iter().find(|m| owner[**m] == SHARED).map(|&m| g.nodes[m].name.as_str());
+                let shared = candidates[r].region.members.iter().find(|m| owner[**m] == SHARED).map(|&m| g.nodes[m].name.as_str());
                 let why = format!(
                     "it overlaps {} (shared node `{}`); regions may not nest or overlap",
                     names.join(", "),
@@ -72,15 +79,27 @@ impl Ownership {
     }
 }
 
-/// Validate every region in parallel; `Ok` carries the boundary.
-pub fn validate_all(
-    g: &Graph,
-    dag: &Dag,
-    regions: &[Region],
-    allows_mutation: &(dyn Fn(&Region) -> bool + Sync),
-) -> Vec<Result<Boundary, String>> {
-    let own = Ownership::build(g, regions);
-    regions.par_iter().enumerate().map(|(r, region)| validate(g, dag, &own, r, region, allows_mutation(region))).collect()
+/// Validate every pending candidate in parallel: each becomes `Valid` with its boundary or
+/// `Refused` with the reason.
+pub fn validate_all(g: &Graph, dag: &Dag, candidates: &mut [Candidate], allows_mutation: &(dyn Fn(&Region) -> bool + Sync)) {
+    let own = Ownership::build(g, candidates);
+    let verdicts: Vec<Option<Verdict>> = candidates
+        .par_iter()
+        .enumerate()
+        .map(|(r, c)| {
+            matches!(c.verdict, Verdict::Pending).then(|| {
+                match validate(g, dag, &own, r, &c.region, c.order.as_ref(), allows_mutation(&c.region)) {
+                    Ok(b) => Verdict::Valid(b),
+                    Err(why) => Verdict::Refused(why),
+                }
+            })
+        })
+        .collect();
+    for (c, v) in candidates.iter_mut().zip(verdicts) {
+        if let Some(v) = v {
+            c.verdict = v;
+        }
+    }
 }
 
 fn at(g: &Graph, i: usize) -> String {
@@ -91,7 +110,15 @@ fn at(g: &Graph, i: usize) -> String {
     }
 }
 
-fn validate(g: &Graph, dag: &Dag, own: &Ownership, r: usize, region: &Region, mutation_ok: bool) -> Result<Boundary, String> {
+fn validate(
+    g: &Graph,
+    dag: &Dag,
+    own: &Ownership,
+    r: usize,
+    region: &Region,
+    order: Option<&PortOrder>,
+    mutation_ok: bool,
+) -> Result<Boundary, String> {
     if region.members.is_empty() {
         return Err("it contains no operations".into());
     }
@@ -114,7 +141,7 @@ fn validate(g: &Graph, dag: &Dag, own: &Ownership, r: usize, region: &Region, mu
         }
     }
     check_convex(g, dag, own, r, region)?;
-    boundary::compute(g, dag, region, &|i| own.owns(r, i))
+    boundary::compute(g, dag, region, order, &|i| own.owns(r, i))
 }
 
 /// A region is convex when no path leaves it and re-enters it. Paths can only run forward in

@@ -40,7 +40,7 @@ pub fn all_fixtures() -> Vec<String> {
 }
 
 pub fn run(g: Graph, impls: Impls, meta: &HashMap<String, MetaResult>) -> Outcome {
-    pass::analyze(g, impls, Vec::new()).unwrap().outline(meta).unwrap()
+    pass::analyze(g, impls, &Default::default()).unwrap().outline(meta).unwrap()
 }
 
 /// Parse a compact graph written as JSON nodes, with the format header added.

@@ -68,7 +68,7 @@ pub fn selectors(v: Value) -> Selectors {
 }
 
 pub fn run(g: Graph, impls: Impls, sel: Value) -> Outcome {
-    pass::analyze_selected(g, impls, &selectors(sel)).unwrap().outline(&HashMap::new()).unwrap()
+    pass::analyze(g, impls, &selectors(sel)).unwrap().outline(&HashMap::new()).unwrap()
 }
 
 pub fn outlined(out: &Outcome) -> Vec<&RegionReport> {

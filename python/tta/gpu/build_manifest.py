@@ -1,10 +1,13 @@
-"""``python -m tta.gpu.build_manifest OUT.json [--sm 90] [--max-ptx 90] [--backends triton,cutile]``
+"""``python -m tta.gpu.build_manifest OUT.json [--sm 90] [--max-ptx 90] [--backends triton,cutile] [--via-qdp]``
 
 Compile every example kernel (``tta.examples.kernels``: each backend whose DSL is installed),
 every config, for each of its dtypes, for one SM, and write a manifest (``aot/base.py``) that the
 GPU conformance runner reads. Runs on a CPU-only machine. Each kernel carries the example's name
 and the concrete sizes to test it at (``TEST_SHAPES``: several sizes per compile, since dims are
 dynamic), keeping only sizes that satisfy the guards it was compiled under.
+
+``--via-qdp`` builds it instead from what TensorRT's plugin package returns from each plugin's
+``aot_impl`` (``qdp_manifest.py``; Torch-TensorRT venv, source checkout).
 """
 
 from __future__ import annotations
@@ -49,7 +52,16 @@ def main(argv=None) -> int:
     p.add_argument("--sm", type=int, default=90)
     p.add_argument("--max-ptx", type=int, default=90, help="newest PTX ISA the target driver JITs (90 = 9.0, CUDA 13.0)")
     p.add_argument("--backends", default=None, help="comma-separated subset of triton,cutile,cutedsl")
+    p.add_argument("--via-qdp", action="store_true", help="take the kernels from tensorrt.plugin's aot_impl (over tests/trt_standin)")
+    p.add_argument("--plugin-version", default="11.1", help="with --via-qdp: tensorrt.plugin 11.1 or 11.4")
     args = p.parse_args(argv)
+    if args.via_qdp:
+        from .qdp_manifest import build as build_via_qdp
+
+        backends = args.backends.split(",") if args.backends else None
+        summary = build_via_qdp(args.out, args.sm, args.max_ptx, backends, args.plugin_version)
+        print(f"tta: wrote {summary['kernels']} kernels (via tensorrt.plugin aot_impl) to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures")
+        return 1 if summary["failures"] else 0
     summary = build(args.out, args.sm, args.max_ptx, args.backends.split(",") if args.backends else None)
     print(f"tta: wrote {summary['kernels']} kernels to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures")
     return 1 if summary["failures"] else 0

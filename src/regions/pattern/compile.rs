@@ -1,10 +1,10 @@
 //! A pattern graph prepared for matching: body nodes with their references resolved to
 //! indices, the inputs that are used, the outputs, and a static search plan.
 
-use super::super::selectors::PatternSelector;
+use super::selector::PatternSelector;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{verify, Arg, Dim, Graph, Node, OpKind, Value};
-use crate::lowering::expr::{self, Poly};
+use crate::expr::{self, Poly};
 use std::collections::HashMap;
 
 /// Ops whose first two operands can be swapped without changing the result.

@@ -27,41 +27,29 @@
 
 mod compile;
 mod search;
+mod selector;
 
 pub use compile::Pattern;
+pub use selector::{PatternSelector, PortOrder, Unmatched};
 
-use super::selectors::PortOrder;
 use super::{Origin, Region};
 use crate::graph::{Dag, Graph};
 use std::collections::HashMap;
 
-/// The occurrences of one pattern.
-#[derive(Debug, Default)]
+/// The occurrences of one pattern: each region with the boundary order it fixes (valid) or the
+/// reason (refused by the search); when there is none, the closest partial match.
 pub struct Found {
-    pub regions: Vec<Region>,
-    /// The boundary order of each of `regions`.
-    pub ports: Vec<PortOrder>,
-    pub refused: Vec<(Region, String)>,
-    /// When there is no occurrence: the closest partial match and where it diverged.
-    pub closest: String,
-}
-
-/// One embedding, as node positions in the target.
-#[derive(Clone, Debug)]
-pub(crate) struct Occurrence {
-    pub anchor: usize,
-    /// Ascending.
-    pub members: Vec<usize>,
-    pub ports: PortOrder,
+    pub regions: Vec<(Region, Result<PortOrder, String>)>,
+    pub closest: Option<String>,
 }
 
 /// Every non-overlapping occurrence in `g` of any of `forms` (one pattern traced in several
-/// dtypes), valid ones first claimed greedily in anchor order, form by form, then refused ones
-/// that overlap nothing claimed; ids number them in anchor order.
+/// dtypes): valid ones first, claimed greedily in anchor order, form by form, then refused
+/// ones that overlap nothing claimed; ids number them in anchor order.
 pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Found {
     let mut claimed = vec![false; g.nodes.len()];
-    let mut valid: Vec<Occurrence> = Vec::new();
-    let mut invalid: Vec<(Occurrence, String)> = Vec::new();
+    let mut valid: Vec<search::Occurrence> = Vec::new();
+    let mut invalid: Vec<(search::Occurrence, String)> = Vec::new();
     let mut near: Option<(usize, search::Near)> = None;
     for (f, form) in forms.iter().enumerate() {
         let mut s = search::Search::new(form, g, index, dag, claimed);
@@ -87,7 +75,7 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
         }
         claimed = s.claimed;
     }
-    let mut all: Vec<(Occurrence, Option<String>)> = valid.into_iter().map(|o| (o, None)).collect();
+    let mut all: Vec<(search::Occurrence, Option<String>)> = valid.into_iter().map(|o| (o, None)).collect();
     for (occ, why) in invalid {
         if occ.members.iter().all(|&m| !claimed[m]) {
             occ.members.iter().for_each(|&m| claimed[m] = true);
@@ -97,13 +85,11 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
     all.sort_by_key(|(o, _)| o.anchor);
 
     let first = &forms[0];
-    let mut found = Found::default();
-    if all.is_empty() {
-        found.closest = match near {
-            Some((f, n)) => describe_near(&forms[f], g, &n),
-            None => format!("no node in the graph is `{}` (the pattern's output `{}`)", first.nodes[first.anchor].target, first.nodes[first.anchor].name),
-        };
-    }
+    let closest = all.is_empty().then(|| match &near {
+        Some((f, n)) => describe_near(&forms[*f], g, n),
+        None => format!("no node in the graph is `{}` (the pattern's output `{}`)", first.nodes[first.anchor].target, first.nodes[first.anchor].name),
+    });
+    let mut regions = Vec::with_capacity(all.len());
     for (k, (occ, why)) in all.into_iter().enumerate() {
         let region = Region {
             id: format!("pattern:{}:{k}", first.name),
@@ -112,15 +98,9 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
             source: occ.members.iter().find_map(|&m| g.nodes[m].source.clone()),
             members: occ.members,
         };
-        match why {
-            None => {
-                found.ports.push(occ.ports);
-                found.regions.push(region);
-            }
-            Some(why) => found.refused.push((region, why)),
-        }
+        regions.push((region, why.map_or(Ok(occ.ports), Err)));
     }
-    found
+    Found { regions, closest }
 }
 
 /// "closest match: ..." text for a pattern that occurs nowhere.

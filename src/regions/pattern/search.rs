@@ -8,13 +8,21 @@
 //! candidate anchors; assignments are undone through a trail on backtracking.
 
 use super::compile::{is_observer, PArg, PRef, Pattern, Step};
-use super::Occurrence;
+use crate::expr::{self, Poly};
 use crate::graph::{Arg, Dag, Dim, Graph, Value};
-use crate::lowering::expr::{self, Poly};
-use crate::regions::selectors::PortOrder;
+use super::selector::PortOrder;
 use std::collections::HashMap;
 
 const NONE: usize = usize::MAX;
+
+/// One embedding, as node positions in the target.
+#[derive(Clone, Debug)]
+pub(crate) struct Occurrence {
+    pub anchor: usize,
+    /// Ascending.
+    pub members: Vec<usize>,
+    pub ports: PortOrder,
+}
 
 pub(crate) enum Outcome {
     Valid(Occurrence),

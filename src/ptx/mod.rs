@@ -17,9 +17,11 @@ mod lex;
 mod parse;
 mod qdp;
 mod rewrite;
+mod span;
 
 pub use elf::{cubin_params, debug_ptx_from_cubin, KernelParam};
 pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
-pub use parse::{mentions, parse, Entry, Module, Param, PtrQual, Span};
+pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
+pub use span::Span;
 pub use qdp::{check_slots, to_qdp_abi, QdpPtx, QdpSlots, QdpSpec};
 pub use rewrite::{check_version, drop_trailing_scratch, permute_params, relabel_version};

@@ -6,21 +6,9 @@
 
 use super::isa::IsaVersion;
 use super::lex::{mask, Parser, Tok};
-use crate::error::{Error, ErrorKind, Result};
+use super::span::{ptx_err, Span};
+use crate::error::Result;
 use serde::Serialize;
-
-/// Byte range `start..end` in the PTX text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
-}
-
-impl Span {
-    pub fn of(self, src: &str) -> &str {
-        &src[self.start..self.end]
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Module {
@@ -124,10 +112,6 @@ impl Param {
         }
         s
     }
-}
-
-pub(crate) fn ptx_err(message: impl Into<String>) -> Error {
-    Error::new(ErrorKind::Ptx, message)
 }
 
 pub fn parse(src: &str) -> Result<Module> {

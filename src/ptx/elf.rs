@@ -3,7 +3,7 @@
 //! TensorRT's AOT plugins take PTX), and the kernel parameter layout ptxas records, which shows
 //! whether a rewritten PTX assembles to the argument order TensorRT passes.
 
-use super::parse::ptx_err;
+use super::span::ptx_err;
 use crate::error::Result;
 use serde::Serialize;
 

@@ -1,7 +1,7 @@
 //! The token level of the PTX reader: comments and strings masked out byte for byte, words and
 //! punctuation, and skipping of statements and brace blocks the reader does not care about.
 
-use super::parse::{ptx_err, Span};
+use super::span::{ptx_err, Span};
 use crate::error::{Error, Result};
 
 /// The text with comments blanked and string contents replaced, byte for byte, so that spans

@@ -5,7 +5,8 @@
 //! TensorRT puts there, and checks the ISA against the target driver.
 
 use super::isa::{self, IsaVersion};
-use super::parse::{ptx_err, Entry};
+use super::parse::Entry;
+use super::span::ptx_err;
 use super::rewrite::{drop_trailing_scratch, permute_params, reparse};
 use crate::error::Result;
 use serde::{Deserialize, Serialize};

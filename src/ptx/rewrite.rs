@@ -3,7 +3,8 @@
 //! message naming the entry and parameter.
 
 use super::isa::{self, IsaVersion};
-use super::parse::{mentions, parse, ptx_err, Entry, Module, Span};
+use super::parse::{mentions, parse, Entry, Module};
+use super::span::{ptx_err, Span};
 use crate::error::Result;
 
 /// Reorder the parameter declarations of `entry`: new parameter `i` is old parameter `order[i]`.

@@ -1,0 +1,111 @@
+"""``python -m tta.gpu.build_manifest --via-qdp OUT.json``: the conformance manifest built from
+what TensorRT's plugin package hands the engine builder, not from the compiler directly.
+
+Each example kernel becomes a ``tta::`` plugin (``tta.trt.qdp.define``, every dtype it supports);
+the real ``tensorrt.plugin`` package, over the native-module stand-in of ``tests/trt_standin``,
+runs the build-time call order (``create_plugin(STRICT_AOT)``, output types and shapes, format
+combinations, tactics, ``get_launch_params`` -> ``aot_impl``, ``get_kernel``). Each
+(combination, tactic) is written as a manifest kernel: the kernel name and code ``get_kernel``
+returned, and grid, block, shared memory, extras and output shapes printed from the expression
+trees TensorRT would store in the engine. The GPU conformance runner then launches exactly
+that. Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
+no GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ..aot.base import CompiledKernel, guards_hold, symbol_values, write_manifest
+from ..errors import TTAError
+from ..examples.kernels import examples
+
+_DTYPE_BY_TRT = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8", "INT32": "int32", "INT64": "int64", "BOOL": "bool", "UINT8": "uint8"}
+
+
+def _standin(plugin_version: str):
+    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "tests")
+    if os.path.isdir(os.path.join(tests, "trt_standin")) and tests not in sys.path:
+        sys.path.insert(0, tests)
+    try:
+        import trt_standin
+    except ImportError as e:
+        raise TTAError(f"--via-qdp needs the TensorRT stand-in of a source checkout (tests/trt_standin): {e}") from e
+    trt_standin.install(plugin_version)
+    from trt_standin import exprs, plugin_build
+
+    return exprs, plugin_build
+
+
+def _constant(expr, what: str) -> int:
+    if not expr.is_constant():
+        raise TTAError(f"{what} is not a build-time constant")
+    return int(expr.get_constant_value())
+
+
+def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugin_version: str = "11.1") -> dict:
+    exprs, plugin_build = _standin(plugin_version)
+    import tensorrt as trt
+    import tensorrt.plugin as trtp
+    import torch
+
+    from ..trt import qdp
+
+    kernels, failures = [], []
+    t0 = time.perf_counter()
+    for ex in examples(tuple(backends) if backends else ("triton",)):
+        first = ex.dtypes[0]
+        n_in = len(ex.input_metas(first))
+        combos = [(str(d).removeprefix("torch."),) * n_in for d in ex.dtypes]
+        name = f"manifest_{ex.name}"
+        try:
+            qdp.define(name, ex.plugin(), ex.input_metas(first), ex.meta, dtypes=combos, sm=sm, max_ptx=max_ptx)
+        except TTAError as e:
+            failures.append({"example": ex.name, "error": str(e)})
+            continue
+        for dtype in ex.dtypes:
+            dname = str(dtype).removeprefix("torch.")
+            try:
+                shapes = [[tuple(t.shape) for t in ex.make_inputs(s, dtype, "meta")] for s in ex.test_shapes]
+                profile = []
+                for k in range(n_in):
+                    dims = list(zip(*[s[k] for s in shapes]))
+                    profile.append((tuple(min(d) for d in dims), shapes[0][k], tuple(max(d) for d in dims)))
+                trt_dtype = getattr(trt.DataType, qdp.TRT_DTYPES[dname])
+                itensors = [trt.ITensor(f"x{k}", [-1] * len(profile[k][0]), trt_dtype) for k in range(n_in)]
+                added = plugin_build.add_plugin_aot(getattr(trtp.op.tta, name)(*itensors))
+                built = plugin_build.build_plugin(added, profile)
+                compiled = qdp.tactics(name, [dname] * n_in)
+            except TTAError as e:
+                failures.append({"example": ex.name, "dtype": dname, "error": str(e)})
+                print(f"tta: {ex.name} {dname}: {e}", file=sys.stderr)
+                continue
+            for b in sorted(built, key=lambda b: list(compiled).index(b.tactic)):
+                source = compiled[b.tactic]
+                kname = b.kernel_name.decode() if isinstance(b.kernel_name, bytes) else b.kernel_name
+                k = CompiledKernel(
+                    backend=source.backend,
+                    entry=kname,
+                    code=b.code,
+                    code_format=source.code_format,
+                    grid=tuple(exprs.to_text(b.launch[f"grid_{a}"]) for a in "xyz"),
+                    block=tuple(_constant(b.launch[f"block_{a}"], f"{ex.name} block_{a}") for a in "xyz"),
+                    shared_mem=_constant(b.launch["shared_mem"], f"{ex.name} shared_mem"),
+                    extras=tuple(exprs.to_text(e) for e in b.extras),
+                    input_dtypes=tuple(_DTYPE_BY_TRT[t.name] for t in b.types[:n_in]),
+                    output_dtypes=tuple(_DTYPE_BY_TRT[t.name] for t in b.types[n_in:]),
+                    output_shapes=tuple(tuple(exprs.to_text(e) for e in o) for o in added.output_shapes),
+                    config=source.config,
+                    sm=sm,
+                    ptx_version=source.ptx_version,
+                )
+                guards = source.meta.get("guards", [])
+                tests = [list(s) for s, ins in zip(ex.test_shapes, shapes) if guards_hold(guards, symbol_values(ins))]
+                k.meta.update({"example": ex.name, "dtype": dname, "test_shapes": tests, "via": f"tensorrt.plugin {trt.__version__} aot_impl", "tactic": b.tactic, "guards": guards})
+                kernels.append(k)
+    del torch
+    info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "seconds": round(time.perf_counter() - t0, 2)}
+    write_manifest(out, kernels, **info)
+    return {"kernels": len(kernels), **info}

@@ -1,0 +1,414 @@
+"""TensorRT Quickly Deployable Plugins (``tensorrt.plugin``) for tta ops, built ahead of time.
+
+Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compile``):
+
+``register(op_name, *, sm=90, max_ptx=90) -> str``
+    Define plugin ``"tta::<op_name>"`` for the ``tta::<op_name>`` torch op (``trtp.register``,
+    ``trtp.autotune``, ``trtp.aot_impl``) and return its id. Idempotent and thread-safe: the
+    trtp definitions are made once per process; a later call only updates the target
+    (``sm``: compute capability the kernels are compiled for; ``max_ptx``: newest PTX ISA the
+    target driver JIT-compiles, Triton's spelling, 90 = ISA 9.0). The op must have been created
+    by ``tta.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
+    attributes: call the op as ``trtp.op.tta.<op_name>(*itensors)``.
+
+``restrict_tactics(op_name, dim_ranges) -> list[int]``
+    ``dim_ranges[k][j] = (min, max)`` of input k's dim j over the optimization profile (with
+    several profiles: the smallest min and largest max). Compiles the op's kernels for the
+    target (cached) and keeps offered only the tactics whose guards (conditions the kernel was
+    compiled under, e.g. ``i0_1 <= 1024``) hold for every shape in those ranges. Returns the
+    kept tactic ids; raises ``PluginError`` naming the range and the guard when none is left.
+    Call it before the engine build (the converter does, per plugin layer).
+
+``tactics(op_name) -> dict[int, CompiledKernel]``
+    Every tactic id of the op and its kernel (compiling if needed).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Sequence, Tuple, Union
+
+from .. import ops
+from ..aot.base import CompiledKernel
+from ..aot.record import Session, TensorMeta
+from ..errors import PluginError
+from . import qdp_shapes, tactics as _tactics
+
+NAMESPACE = "tta"
+
+# tta dtype names -> TensorRT DataType member names (autotune strings and descriptor dtypes).
+TRT_DTYPES = {
+    "float32": "FLOAT",
+    "float16": "HALF",
+    "bfloat16": "BF16",
+    "int8": "INT8",
+    "uint8": "UINT8",
+    "int32": "INT32",
+    "int64": "INT64",
+    "bool": "BOOL",
+    "float8_e4m3fn": "FP8",
+}
+
+CUBIN_REFUSAL = (
+    "its kernel is a CUBIN ({backend}): TensorRT documents only PTX for AOT plugins, and cuTile cannot give PTX "
+    "that a CUDA 13.0 driver loads (tileiras has no PTX output; the PTX it embeds in the CUBIN is an ISA 9.4 tile "
+    "kernel, and turning it into a plain ISA 9.0 kernel drops what the driver's tile-kernel launch relies on). "
+    "Use a Triton or CuTeDSL kernel under TensorRT, or pass allow_cubin=True to ship the CUBIN (unverified: no "
+    "TensorRT source or document shows a CUBIN being accepted)"
+)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """A plugin attribute: name and Python type. ``str``, ``bytes`` and ``bool`` work with every
+    TensorRT 10.9-11.4; ``int`` and ``float`` fail at plugin creation on TensorRT <= 11.1 with
+    NumPy >= 2.4 (the package calls ``int()`` on a 1-element array), so they are refused there.
+    Values are passed to ``aot_impl`` and to the kernel's launch code as keyword config."""
+
+    name: str
+    type: type
+
+
+@dataclass
+class _Entry:
+    name: str  # op name (plugin name)
+    plugin: Any  # tta Plugin
+    output_fn: Callable  # fake outputs from fake inputs
+    input_metas: list[TensorMeta]  # of the first type combination
+    combos: list[tuple[tuple[str, ...], tuple[str, ...]]]  # (input dtypes, output dtypes)
+    output_shapes: list[tuple[str | int, ...]]  # expressions over i{k}_{j}
+    attributes: tuple[Attribute, ...]
+    tactic_ids: list[int]
+    tactic_labels: dict[int, str]
+    sm: int = 90
+    max_ptx: int | None = 90
+    allow_cubin: bool = False
+    allowed: list[int] | None = None  # set by restrict_tactics
+    compiled: dict[tuple, dict[int, CompiledKernel]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def plugin_id(self) -> str:
+        return f"{NAMESPACE}::{self.name}"
+
+    def metas_for(self, input_dtypes: Sequence[str]) -> list[TensorMeta]:
+        return [TensorMeta(d, m.shape) for d, m in zip(input_dtypes, self.input_metas)]
+
+    def kernels(self, input_dtypes: Sequence[str]) -> dict[int, CompiledKernel]:
+        """tactic id -> kernel for these input dtypes on the current target (compiled once,
+        through the compile cache)."""
+        key = (tuple(input_dtypes), self.sm, self.max_ptx)
+        with self.lock:
+            got = self.compiled.get(key)
+            if got is None:
+                from ..aot.compile import compile_plugin
+
+                ks = compile_plugin(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
+                got = dict(zip(self.tactic_ids, ks))
+                self.compiled[key] = got
+            return got
+
+
+_entries: dict[str, _Entry] = {}
+_lock = threading.Lock()
+
+
+def _trt():
+    import tensorrt as trt
+    import tensorrt.plugin as trtp
+
+    return trt, trtp
+
+
+def _check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[Attribute, ...]:
+    trt, _ = _trt()
+    import numpy as np
+
+    out = []
+    for a in attributes:
+        if a.name in ("outputs", "stream", "tactic") or not a.name.isidentifier() or re.fullmatch(r"x\d+", a.name):
+            raise PluginError(f"{where}: {a.name!r} cannot be a plugin attribute name")
+        if a.type in (str, bytes, bool):
+            out.append(a)
+            continue
+        if a.type in (int, float):
+            trt_v = tuple(int(p) for p in trt.__version__.split(".")[:2])
+            np_v = tuple(int(p) for p in np.__version__.split(".")[:2])
+            if trt_v < (11, 2) and np_v >= (2, 4):
+                raise PluginError(
+                    f"{where}: attribute {a.name!r} is {a.type.__name__}: tensorrt.plugin {trt.__version__} cannot create a "
+                    f"plugin with int/float attributes under NumPy {np.__version__} (fixed in TensorRT 11.2); pass it as str"
+                )
+            out.append(a)
+            continue
+        raise PluginError(f"{where}: attribute {a.name!r} has type {a.type!r}; use str, bytes or bool (int/float where safe)")
+    return tuple(out)
+
+
+def define(
+    name: str,
+    plugin: Any,
+    input_metas: Sequence[TensorMeta],
+    output_fn: Callable,
+    *,
+    dtypes: Sequence[Sequence[str]] | None = None,
+    attributes: Sequence[Attribute] = (),
+    sm: int = 90,
+    max_ptx: int | None = 90,
+    allow_cubin: bool = False,
+) -> str:
+    """Define plugin ``tta::<name>`` for a tta ``Plugin`` whose kernels take ``input_metas``
+    (a dim that is None is dynamic) and whose outputs ``output_fn`` computes from fake inputs.
+    ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``).
+    Idempotent per name; a later call only updates the target (sm, max_ptx, allow_cubin)."""
+    with _lock:
+        entry = _entries.get(name)
+        if entry is None:
+            entry = _new_entry(name, plugin, list(input_metas), output_fn, dtypes, attributes)
+            _define_trtp(entry)
+            _entries[name] = entry
+        elif entry.plugin is not plugin and getattr(entry.plugin, "key", None) != getattr(plugin, "key", None):
+            raise PluginError(f"plugin {entry.plugin_id} is already defined for {entry.plugin!r}, not {plugin!r}")
+        if (entry.sm, entry.max_ptx, entry.allow_cubin) != (sm, max_ptx, allow_cubin):
+            entry.sm, entry.max_ptx, entry.allow_cubin = sm, max_ptx, allow_cubin
+        return entry.plugin_id
+
+
+def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes) -> _Entry:
+    where = f"{NAMESPACE}::{name}"
+    if "." in name or "::" in name:
+        raise PluginError(f"{where}: a plugin name may not contain '.' or '::'")
+    if not plugin.kernels:
+        raise PluginError(f"{where}: the plugin {plugin.name!r} has no kernels to build a TensorRT plugin from")
+    combos_in = [tuple(m.dtype for m in input_metas)] if dtypes is None else [tuple(d) for d in dtypes]
+    combos = []
+    shapes = None
+    for ins in combos_in:
+        if len(ins) != len(input_metas):
+            raise PluginError(f"{where}: dtype combination {ins} has {len(ins)} entries for {len(input_metas)} inputs")
+        session = Session([TensorMeta(d, m.shape) for d, m in zip(ins, input_metas)])
+        session.outputs_from_fn(output_fn, where)
+        metas = session.output_metas()
+        outs = tuple(m.dtype for m in metas)
+        for d in (*ins, *outs):
+            if d not in TRT_DTYPES:
+                raise PluginError(f"{where}: dtype {d} has no TensorRT equivalent")
+        these = [m.shape for m in metas]
+        if shapes is not None and these != shapes:
+            raise PluginError(f"{where}: output shapes differ between dtype combinations: {shapes} vs {these}")
+        shapes = these
+        combos.append((ins, outs))
+    specs = [(spec, cfg) for spec in plugin.kernels for cfg in spec.config_dicts()]
+    ids = _tactics.tactic_ids([(s.backend, s.identity, c) for s, c in specs])
+    labels = {t: f"{s.backend} {s.identity} {c}" for t, (s, c) in zip(ids, specs)}
+    return _Entry(
+        name=name,
+        plugin=plugin,
+        output_fn=output_fn,
+        input_metas=list(input_metas),
+        combos=combos,
+        output_shapes=shapes or [],
+        attributes=_check_attributes(attributes, where),
+        tactic_ids=ids,
+        tactic_labels=labels,
+    )
+
+
+def _signature(params: list[tuple[str, Any]], ret: Any) -> inspect.Signature:
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature([inspect.Parameter(n, kind, annotation=a) for n, a in params], return_annotation=ret)
+
+
+def _define_trtp(entry: _Entry) -> None:
+    """``trtp.register`` + ``trtp.autotune`` + ``trtp.aot_impl``, with explicit signatures (the
+    package validates parameter names, order and annotations through ``inspect.signature``)."""
+    trt, trtp = _trt()
+    n_in = len(entry.input_metas)
+    n_out = len(entry.output_shapes)
+    ins = [(f"x{i}", trtp.TensorDesc) for i in range(n_in)]
+    attrs = [(a.name, a.type) for a in entry.attributes]
+    outs_ret = trtp.TensorDesc if n_out == 1 else Tuple[tuple([trtp.TensorDesc] * n_out)]
+
+    def desc(*inputs: Any, **attr_values: Any):
+        return _output_descs(entry, inputs)
+
+    desc.__signature__ = _signature(ins + attrs, outs_ret)
+    desc.__name__ = desc.__qualname__ = f"{entry.name}_desc"
+
+    def tune(*args: Any):
+        return _autotune(entry)
+
+    tune.__signature__ = _signature(ins + [("outputs", Tuple[trtp.TensorDesc])], List[trtp.AutoTuneCombination])
+    tune.__name__ = tune.__qualname__ = f"{entry.name}_autotune"
+
+    def aot(*args: Any):
+        inputs, values, outputs, tactic = args[:n_in], args[n_in : n_in + len(attrs)], args[-2], args[-1]
+        return _aot_impl(entry, inputs, dict(zip([a for a, _ in attrs], values)), outputs, tactic)
+
+    aot_ret = Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams, trtp.SymIntExprs]
+    aot.__signature__ = _signature(ins + attrs + [("outputs", Tuple[trtp.TensorDesc]), ("tactic", int)], aot_ret)
+    aot.__name__ = aot.__qualname__ = f"{entry.name}_aot_impl"
+
+    from tensorrt.plugin._lib import QDP_REGISTRY
+
+    if entry.plugin_id in QDP_REGISTRY:
+        raise PluginError(f"{entry.plugin_id} is already registered with tensorrt.plugin by other code")
+    trtp.register(entry.plugin_id)(desc)
+    trtp.autotune(entry.plugin_id)(tune)
+    trtp.aot_impl(entry.plugin_id)(aot)
+
+
+def _dtype_names(descs: Sequence[Any]) -> tuple[str, ...]:
+    reverse = {v: k for k, v in TRT_DTYPES.items()}
+    return tuple(reverse.get(d.dtype.name, d.dtype.name) for d in descs)
+
+
+def _combo(entry: _Entry, input_dtypes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    for c in entry.combos:
+        if c[0] == input_dtypes:
+            return c
+    offered = ", ".join("/".join(c[0]) for c in entry.combos)
+    raise PluginError(f"{entry.plugin_id}: inputs of types {'/'.join(input_dtypes)} were not compiled for (offered: {offered})")
+
+
+def _output_descs(entry: _Entry, inputs: Sequence[Any]):
+    trt, trtp = _trt()
+    _, out_dtypes = _combo(entry, _dtype_names(inputs))
+    scope = qdp_shapes.symbols(inputs)
+    outs = []
+    for k, (shape, dtype) in enumerate(zip(entry.output_shapes, out_dtypes)):
+        dims = tuple(qdp_shapes.to_trtp(d, scope, trtp, f"{entry.plugin_id} output {k} dim {j}") for j, d in enumerate(shape))
+        outs.append(trtp.from_shape_expr(dims, dtype=getattr(trt.DataType, TRT_DTYPES[dtype])))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def offered_tactics(entry: _Entry) -> list[int]:
+    return list(entry.tactic_ids if entry.allowed is None else entry.allowed)
+
+
+def _autotune(entry: _Entry) -> list:
+    _, trtp = _trt()
+    offered = offered_tactics(entry)
+    return [
+        trtp.AutoTuneCombination(", ".join(TRT_DTYPES[d] for d in (*ins, *outs)), "LINEAR", offered)
+        for ins, outs in entry.combos
+    ]
+
+
+def _aot_impl(entry: _Entry, inputs, attr_values: dict, outputs, tactic: int):
+    trt, trtp = _trt()
+    where = entry.plugin_id
+    for d in (*inputs, *outputs):
+        if d.format != trt.TensorFormat.LINEAR:
+            raise PluginError(f"{where}: tensor format {d.format} requested; tta kernels take LINEAR (dense) tensors only")
+    in_dtypes, out_dtypes = _combo(entry, _dtype_names(inputs))
+    if _dtype_names(outputs) != out_dtypes:
+        raise PluginError(f"{where}: output types {_dtype_names(outputs)} requested, the kernels write {out_dtypes}")
+    kernels = entry.kernels(in_dtypes)
+    tactic = int(tactic)
+    if tactic == 0:  # TensorRT's default tactic: the first one offered
+        tactic = offered_tactics(entry)[0]
+    if tactic not in kernels or tactic not in offered_tactics(entry):
+        raise PluginError(f"{where}: tactic {tactic} is not one of the offered tactics {offered_tactics(entry)}")
+    k = kernels[tactic]
+    if k.code_format != "ptx" and not entry.allow_cubin:
+        raise PluginError(f"{where}: cannot go into a TensorRT engine: " + CUBIN_REFUSAL.format(backend=k.backend))
+    scope = qdp_shapes.symbols(inputs)
+
+    def sym(text, what):
+        return qdp_shapes.to_trtp(text, scope, trtp, f"{where} tactic {tactic} {what}")
+
+    launch = trtp.KernelLaunchParams()
+    launch.grid_x = sym(k.grid[0], "grid x")
+    launch.grid_y = sym(k.grid[1], "grid y")
+    launch.grid_z = sym(k.grid[2], "grid z")
+    launch.block_x = int(k.block[0])
+    launch.block_y = int(k.block[1])
+    launch.block_z = int(k.block[2])
+    launch.shared_mem = int(k.shared_mem)
+    extras = trtp.SymIntExprs.from_tuple([trtp.SymInt32(sym(e, f"extra {i}")) for i, e in enumerate(k.extras)])
+    return k.entry, k.code, launch, extras
+
+
+# -- the op-level interface --------------------------------------------------------------------
+
+
+def register(op_name: str, *, sm: int = 90, max_ptx: int | None = 90, allow_cubin: bool = False) -> str:
+    """See the module docstring."""
+    entry = _entries.get(op_name)
+    if entry is not None:
+        return define(op_name, entry.plugin, entry.input_metas, entry.output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
+    sig = ops.signature_of(op_name)
+    if sig is None:
+        raise PluginError(f"tta::{op_name} is not a tta op of this process (created by tta.rewrite or the lowering pass)")
+    inputs, _outputs, plugin = sig
+    if plugin is None or not plugin.kernels:
+        raise PluginError(f"tta::{op_name}: its plugin has no kernels, so it cannot become a TensorRT plugin")
+    if any(p["kind"] != "tensor" for p in inputs):
+        raise PluginError(f"tta::{op_name}: a TensorRT plugin takes tensors only; this region also reads integers")
+    metas = [TensorMeta.make(p["dtype"], [int(d) if str(d).lstrip("-").isdigit() else None for d in p["shape"]]) for p in inputs]
+    output_fn = plugin.meta_impl or ops.body_of(op_name)
+    return define(op_name, plugin, metas, output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
+
+
+def _entry(op_name: str) -> _Entry:
+    entry = _entries.get(op_name)
+    if entry is None:
+        raise PluginError(f"tta::{op_name} has no TensorRT plugin yet: call tta.trt.qdp.register({op_name!r}) first")
+    return entry
+
+
+def tactics(op_name: str, input_dtypes: Sequence[str] | None = None) -> dict[int, CompiledKernel]:
+    """See the module docstring (``input_dtypes``: which combination; default the first)."""
+    entry = _entry(op_name)
+    return entry.kernels(tuple(input_dtypes) if input_dtypes else entry.combos[0][0])
+
+
+def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]]]) -> list[int]:
+    """See the module docstring."""
+    entry = _entry(op_name)
+    where = entry.plugin_id
+    if len(dim_ranges) != len(entry.input_metas):
+        raise PluginError(f"{where}: ranges given for {len(dim_ranges)} inputs, the plugin has {len(entry.input_metas)}")
+    ranges: dict[str, tuple[int, int]] = {}
+    for k, (meta, dims) in enumerate(zip(entry.input_metas, dim_ranges)):
+        if len(dims) != len(meta.shape):
+            raise PluginError(f"{where}: input {k} has rank {len(meta.shape)}, the profile gives {len(dims)} dims")
+        for j, (lo, hi) in enumerate(dims):
+            lo, hi = int(lo), int(hi)
+            if lo > hi or lo < 0:
+                raise PluginError(f"{where}: input {k} dim {j}: bad profile range [{lo}, {hi}]")
+            static = meta.shape[j]
+            if isinstance(static, int) and not lo == hi == static:
+                raise PluginError(f"{where}: input {k} dim {j} was {static} when the kernels were compiled; the profile gives [{lo}, {hi}]")
+            ranges[f"i{k}_{j}"] = (lo, hi)
+    kept: list[int] = []
+    refusals: dict[int, str] = {}
+    for ins, _ in entry.combos:
+        for tid, k in entry.kernels(ins).items():
+            if k.code_format != "ptx" and not entry.allow_cubin:
+                raise PluginError(f"{where}: cannot go into a TensorRT engine: " + CUBIN_REFUSAL.format(backend=k.backend))
+            failed = None
+            for g in k.meta.get("guards", []):
+                ok, witness = _tactics.guard_over(g, ranges)
+                if not ok:
+                    failed = (g, witness)
+                    break
+            if failed is None:
+                if tid not in kept:
+                    kept.append(tid)
+            else:
+                g, witness = failed
+                why = f"fails at {witness}" if witness else "cannot be proven over the range"
+                refusals.setdefault(tid, f"tactic {tid} ({entry.tactic_labels[tid]}) needs {g}, which {why}")
+    kept = [t for t in entry.tactic_ids if t in kept]
+    if not kept:
+        raise PluginError(
+            f"{where}: no kernel config can run every shape of the optimization profile "
+            f"({_tactics.describe_ranges(ranges)}): " + "; ".join(refusals.values())
+        )
+    entry.allowed = kept
+    return kept

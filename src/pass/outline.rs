@@ -1,0 +1,113 @@
+//! Step 2 of the pass: decide each valid region (signature against its impl and meta outputs,
+//! op name), outline the accepted ones, verify the result and report on every candidate.
+
+use super::analyze::{ms, Analysis, MetaResult, Timings};
+use crate::error::{Error, ErrorKind, Result};
+use crate::graph::{self, Graph};
+use crate::lowering::outline::{self, Accepted};
+use crate::lowering::{naming, signature, Edit, Move, RegionReport, Status};
+use crate::regions::candidate::Candidate;
+use crate::regions::pattern::Unmatched;
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+pub struct Outcome {
+    pub graph: Graph,
+    pub edits: Vec<Edit>,
+    pub moves: Vec<Move>,
+    /// Names of nodes the rewrite created or rewired (see `check_delta`).
+    pub changed: HashSet<String>,
+    pub report: Vec<RegionReport>,
+    /// Patterns that occur nowhere, with their closest partial match.
+    pub unmatched: Vec<Unmatched>,
+    pub timings: Timings,
+}
+
+impl Outcome {
+    /// The region reports, then each pattern that occurs nowhere with its closest match.
+    pub fn report_text(&self) -> String {
+        let mut text: String = self.report.iter().map(|r| r.to_string()).collect();
+        for u in &self.unmatched {
+            text.push_str(&format!("pattern {} occurs nowhere; {}\n", u.pattern, u.closest));
+        }
+        text
+    }
+}
+
+impl Analysis {
+    /// Step 2. `meta` maps region ids to what their impl's `meta_impl` returned, when it has one.
+    /// Consumes the analysis: the graph's untouched nodes move into the rewritten graph.
+    pub fn outline(self, meta: &HashMap<String, MetaResult>) -> Result<Outcome> {
+        for id in meta.keys() {
+            if !self.candidates.iter().any(|c| &c.region.id == id) {
+                return Err(Error::new(ErrorKind::Input, format!("meta outputs given for unknown region `{id}`")));
+            }
+        }
+        let t = Instant::now();
+        let Analysis { graph, impls, candidates, unmatched, timings } = self;
+        // Signature checks and naming, per region, in parallel: the op name, or why not.
+        let decided: Vec<std::result::Result<String, String>> =
+            candidates.par_iter().map(|c| decide(&graph, &impls, c, meta.get(&c.region.id))).collect();
+        let mut report = Vec::with_capacity(candidates.len());
+        let mut accepted = Vec::new();
+        for (c, d) in candidates.iter().zip(decided) {
+            report.push(report_of(&graph, c, &d));
+            if let (Some(boundary), Ok(op)) = (c.boundary(), d) {
+                accepted.push(Accepted { region: &c.region, boundary, op });
+            }
+        }
+        let out = outline::outline(graph, &accepted);
+        drop(accepted);
+        // The verifier runs after the pass as before it: a rewritten graph that breaks an
+        // invariant is a bug here, never something to hand back.
+        graph::verify::verify(&out.graph).map_err(|e| {
+            Error::new(ErrorKind::Verify, format!("internal error: the rewritten graph is invalid: {e}"))
+        })?;
+        let node_of: HashMap<&str, &str> = out.edits.iter().map(|e| (e.region.as_str(), e.node.as_str())).collect();
+        for r in &mut report {
+            r.node = node_of.get(r.id.as_str()).map(|s| s.to_string());
+        }
+        let timings = Timings { outline_ms: ms(t), ..timings };
+        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, unmatched, timings })
+    }
+}
+
+fn decide(g: &Graph, impls: &super::Impls, c: &Candidate, meta: Option<&MetaResult>) -> std::result::Result<String, String> {
+    let b = match c.boundary() {
+        Some(b) => b,
+        None => return Err(c.reason().unwrap_or("it was not validated").to_owned()),
+    };
+    let decl = &impls[&c.region.impl_key];
+    let m = meta.map(|m| match m {
+        MetaResult::Ok(v) => Ok(v.clone()),
+        MetaResult::Error(e) => Err(e.clone()),
+    });
+    signature::check(b, decl, m.as_ref())?;
+    Ok(naming::op_name(g, &c.region, b, &decl.name))
+}
+
+fn report_of(g: &Graph, c: &Candidate, decided: &std::result::Result<String, String>) -> RegionReport {
+    let region = &c.region;
+    let (inputs, outputs) = match c.boundary() {
+        Some(b) => (b.inputs.clone(), b.outputs.clone()),
+        None => (Vec::new(), Vec::new()),
+    };
+    let (status, reason, op) = match decided {
+        Ok(op) => (Status::Outlined, None, Some(op.clone())),
+        Err(why) => (Status::Refused, Some(why.clone()), None),
+    };
+    RegionReport {
+        id: region.id.clone(),
+        impl_key: region.impl_key.clone(),
+        origin: region.origin.clone(),
+        source: region.source.clone(),
+        status,
+        reason,
+        op,
+        node: None,
+        nodes: region.members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
+        inputs,
+        outputs,
+    }
+}

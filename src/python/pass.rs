@@ -1,0 +1,126 @@
+//! Bindings of the pass: `analyze`, then `Analysis.outline`, then the `Outcome` accessors and
+//! the checks of the host's edited graph.
+
+use super::guard::{guarded, input_err, json, to_py};
+use crate::error::{Error, ErrorKind};
+use crate::graph;
+use crate::pass::{self, Analysis, MetaResult, Outcome};
+use crate::regions::selectors::{self, Selectors};
+use pyo3::prelude::*;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyAnalysis>()?;
+    m.add_class::<PyOutcome>()?;
+    m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    Ok(())
+}
+
+/// Step 1's result. `outline` consumes it (the rewritten graph takes over its nodes), so the
+/// analysis sits behind a lock and is gone after the first `outline`.
+#[pyclass(name = "Analysis", module = "tta._core", frozen)]
+struct PyAnalysis(Mutex<Option<Analysis>>);
+
+impl PyAnalysis {
+    fn with<T>(&self, f: impl FnOnce(&Analysis) -> T) -> PyResult<T> {
+        // A poisoned lock only means a panic was caught while it was held; the analysis is
+        // never left half-updated (outline takes it out first).
+        let guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().map(f).ok_or_else(consumed)
+    }
+}
+
+fn consumed() -> PyErr {
+    to_py(Error::new(ErrorKind::Input, "this analysis was already outlined; analyze the graph again"))
+}
+
+#[pymethods]
+impl PyAnalysis {
+    /// Regions with their boundaries, for running meta_impls: JSON list.
+    fn summary_json(&self) -> PyResult<String> {
+        guarded("Analysis.summary_json", "", || self.with(|a| json(&a.summary())))
+    }
+
+    /// Regions with their member node names (and why one was refused): JSON list.
+    fn members_json(&self) -> PyResult<String> {
+        guarded("Analysis.members_json", "", || self.with(|a| json(&a.members())))
+    }
+
+    /// Step 2 of the pass; `meta_json` maps region ids to {"ok": [outputs]} or {"error": "..."}.
+    fn outline(&self, py: Python<'_>, meta_json: &str) -> PyResult<PyOutcome> {
+        guarded("Analysis.outline", meta_json, || {
+            let meta: HashMap<String, MetaResult> = serde_json::from_str(meta_json).map_err(|e| input_err("meta outputs", e))?;
+            let analysis = self.0.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(consumed)?;
+            py.detach(|| analysis.outline(&meta)).map(PyOutcome).map_err(to_py)
+        })
+    }
+}
+
+#[pyclass(name = "Outcome", module = "tta._core", frozen)]
+struct PyOutcome(Outcome);
+
+#[pymethods]
+impl PyOutcome {
+    fn edits_json(&self) -> PyResult<String> {
+        guarded("Outcome.edits_json", "", || Ok(json(&serde_json::json!({"edits": self.0.edits, "moves": self.0.moves}))))
+    }
+    fn report_json(&self) -> PyResult<String> {
+        guarded("Outcome.report_json", "", || Ok(json(&self.0.report)))
+    }
+    fn report_text(&self) -> PyResult<String> {
+        guarded("Outcome.report_text", "", || Ok(self.0.report_text()))
+    }
+    /// Patterns that occur nowhere: JSON list of {"pattern", "closest"}.
+    fn unmatched_json(&self) -> PyResult<String> {
+        guarded("Outcome.unmatched_json", "", || Ok(json(&self.0.unmatched)))
+    }
+    fn graph_json(&self) -> PyResult<String> {
+        guarded("Outcome.graph_json", "", || Ok(graph::to_json(&self.0.graph)))
+    }
+    fn graph_text(&self) -> PyResult<String> {
+        guarded("Outcome.graph_text", "", || Ok(self.0.graph.to_string()))
+    }
+    fn timings_json(&self) -> PyResult<String> {
+        guarded("Outcome.timings_json", "", || Ok(json(&self.0.timings)))
+    }
+    /// Raise CoreError("mismatch", ...) unless the delta (`{"order": [...], "nodes": {...}}`)
+    /// describes the rewritten graph (see `Outcome::check_delta`).
+    fn check_delta(&self, py: Python<'_>, delta_json: &str) -> PyResult<()> {
+        guarded("Outcome.check_delta", delta_json, || {
+            py.detach(|| {
+                let delta: pass::Delta =
+                    serde_json::from_str(delta_json).map_err(|e| Error::new(ErrorKind::Input, format!("delta: {e}")))?;
+                self.0.check_delta(&delta)
+            })
+            .map_err(to_py)
+        })
+    }
+    /// Raise CoreError("mismatch", ...) unless `graph_json` equals the rewritten graph.
+    fn check_matches(&self, py: Python<'_>, graph_json: &str) -> PyResult<()> {
+        guarded("Outcome.check_matches", graph_json, || {
+            py.detach(|| {
+                let other = graph::from_json(graph_json)?;
+                self.0.check_matches(&other)
+            })
+            .map_err(to_py)
+        })
+    }
+}
+
+/// Step 1 of the pass: verify the graph, collect and validate regions. `selectors_json`
+/// (optional) chooses more regions by module type/path and by pattern (`regions::selectors`).
+#[pyfunction]
+#[pyo3(signature = (graph_json, impls_json, selectors_json=None))]
+fn analyze(py: Python<'_>, graph_json: &str, impls_json: &str, selectors_json: Option<&str>) -> PyResult<PyAnalysis> {
+    guarded("analyze", graph_json, || {
+        let impls: pass::Impls = serde_json::from_str(impls_json).map_err(|e| input_err("impl declarations", e))?;
+        let selectors = match selectors_json {
+            Some(text) => selectors::from_json(text).map_err(to_py)?,
+            None => Selectors::default(),
+        };
+        py.detach(|| pass::analyze_json(graph_json, impls, &selectors))
+            .map(|a| PyAnalysis(Mutex::new(Some(a))))
+            .map_err(to_py)
+    })
+}
