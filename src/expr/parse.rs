@@ -9,7 +9,7 @@ pub fn parse(text: &str) -> Result<Poly, ExprError> {
     let mut p = Parser { tokens, pos: 0 };
     let e = p.sum()?;
     if p.pos != p.tokens.len() {
-        return Err(ExprError(format!("unexpected `{}` in `{text}`", p.tokens[p.pos])));
+        return Err(ExprError(format!("unexpected `{}` after a complete expression", p.tokens[p.pos])));
     }
     Ok(e)
 }
@@ -45,7 +45,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                let v = text[start..i].parse().map_err(|_| ExprError(format!("integer too large in `{text}`")))?;
+                let v = text[start..i].parse().map_err(|_| ExprError(format!("integer too large")))?;
                 out.push(Tok::Int(v));
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
@@ -69,7 +69,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                         b'(' => "(",
                         b')' => ")",
                         b',' => ",",
-                        _ => return Err(ExprError(format!("unexpected character `{}` in `{text}`", c as char))),
+                        _ => return Err(ExprError(format!("unexpected character `{}`", c as char))),
                     },
                 };
                 i += op.len();

@@ -225,9 +225,9 @@ def test_compile_kernels_refuses_integer_inputs():
 # -- report text --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, message", [
-    ("s0 *", "the expression ends where a value should follow"),
-    ("s0 ** 2 2", "unexpected `2` in `s0 ** 2 2`"),
-    ("s0 $ 1", "unexpected character `$` in `s0 $ 1`"),
+    ("s0 *", 'shape expression "s0 *": the expression ends where a value should follow'),
+    ("s0 ** 2 2", 'shape expression "s0 ** 2 2": unexpected `2` after a complete expression'),
+    ("s0 $ 1", 'shape expression "s0 $ 1": unexpected character `$`'),
 ])
 def test_shape_expression_errors_quote_the_text_not_rust(text, message):
     from tta import _core
