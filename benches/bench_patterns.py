@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import time
 
 import torch
@@ -38,19 +37,19 @@ def ours(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> tuple[set[
     regions = tta.find_regions(gm, [sel])
     elapsed = time.perf_counter() - t0
     # Valid occurrences: contained (only outputs read outside) and convex, as fx requires too.
-    found = {frozenset(r["nodes"]) for r in regions if "reason" not in r}
+    found = {frozenset(r.nodes) for r in regions if r.reason is None}
     return found, elapsed
 
 
 def select_ms(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> float:
     """The Rust matcher alone (building regions from the pattern, before validation)."""
-    from tta import _core, graph
+    from tta import core, graph
     from tta.plugin import declarations
 
     graph_json = graph.to_json(gm.graph)
-    sel_json, keys = selectors.encode([sel], gm)
-    outcome = _core.analyze(graph_json, json.dumps(declarations(keys)), sel_json).outline("{}")
-    return json.loads(outcome.timings_json())["select_ms"]
+    sel_doc, keys = selectors.encode([sel], gm)
+    outcome = core.analyze(graph_json, declarations(keys), sel_doc).outline()
+    return outcome.timings()["select_ms"]
 
 
 def fx(gm: torch.fx.GraphModule, pattern: torch.fx.Graph) -> tuple[set[frozenset[str]], float]:

@@ -23,7 +23,7 @@ import torch.fx
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import tta
-from tta import _core, graph
+from tta import core, graph
 from tta.annotate import TAG_PREFIX
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,16 +87,15 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     # Rust pass alone, on the serialized graph.
     doc = graph.graph_to_dict(gm.graph)
     text = json.dumps(doc, separators=(",", ":"))
-    impls = json.dumps(tta.plugin.declarations({r["impl"] for r in doc["regions"].values()}))
-    meta = json.dumps({})
+    impls = tta.plugin.declarations({r["impl"] for r in doc["regions"].values()})
 
     def rust_only():
-        outcome = _core.analyze(text, impls).outline(meta)
+        outcome = core.analyze(text, impls).outline()
         outcome.graph_json()
         return outcome
 
     rust_s = best(rust_only, 5)
-    t = json.loads(rust_only().timings_json())
+    t = rust_only().timings()
     t_ser = best(lambda: rust_only().graph_json(), 1)
     print(f"  graph JSON: {len(text) / 1e6:.1f} MB")
     print(

@@ -6,7 +6,6 @@ then compile the plugins' Triton kernels ahead of time for an H100/H200 (sm_90).
 
 from __future__ import annotations
 
-import json
 import time
 
 import torch
@@ -14,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import tta
-from tta import _core
+from tta import core
 from tta.examples.kernels import add_relu, rmsnorm as rms_kernel
 
 # 1. Describe the plugins: the user's own kernels (plain launch code, one TensorRT tactic per
@@ -104,8 +103,8 @@ def main() -> None:
     print(f"\nAOT kernels for sm_90 ({time.perf_counter() - t0:.1f} s, cached on later runs):")
     for op, ks in kernels.items():
         for k in ks:
-            entry = json.loads(_core.ptx_parse(k.code.decode()))["entries"][0]
-            params = ", ".join(p["ty"] for p in entry["params"])
+            entry = core.ptx_parse(k.code.decode()).entries[0]
+            params = ", ".join(p.ty for p in entry.params)
             print(f"  tta::{op}  {dict(k.config)}")
             print(f"    {k.code_format} ISA {k.ptx_version}, .entry {k.entry}({params})")
             print(f"    grid {k.grid}  block {k.block}  smem {k.shared_mem}  int32 extras {list(k.extras)}")

@@ -23,14 +23,14 @@ _LAZY = {
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
-    "RegionReport": "rewrite",
+    "RegionReport": "core",
     "RewriteResult": "rewrite",
     "rewrite": "rewrite",
     "save_graph": "graph_file",
     "ModuleSelector": "selectors",
     "PatternSelector": "selectors",
-    "find_regions": "selectors",
-    "lower_modules": "selectors",
+    "find_regions": "rewrite",
+    "lower_modules": "rewrite",
     "lower_pattern": "selectors",
     "KernelSpec": "specs",
     "cutedsl": "specs",
@@ -70,7 +70,8 @@ if TYPE_CHECKING:
     from .annotate import lower_as
     from .trt.compile import compile
     from .plugin import Plugin, custom_plugin
-    from .rewrite import RegionReport, RewriteResult, rewrite
+    from .core import RegionReport
+    from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
     from .graph_file import save_graph
-    from .selectors import ModuleSelector, PatternSelector, find_regions, lower_modules, lower_pattern
+    from .selectors import ModuleSelector, PatternSelector, lower_pattern
     from .specs import KernelSpec, cutedsl, cutile, triton

@@ -16,8 +16,8 @@ import argparse
 import json
 import sys
 
-from . import _core
-from .errors import from_core
+from . import core
+from .errors import GraphError
 
 
 class _BadInput(Exception):
@@ -52,7 +52,7 @@ def _json_type(v) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), "a number")
 
 
-def _inputs(args: argparse.Namespace) -> tuple[str, str, str | None]:
+def _inputs(args: argparse.Namespace) -> tuple[str, dict, dict | None]:
     doc = _object(_read_json(args.file, "graph JSON"), args.file, "the graph file")
     # A file from tta.save_graph holds {"graph", "impls", "selectors"?}; a bare graph file is
     # the graph itself.
@@ -63,18 +63,18 @@ def _inputs(args: argparse.Namespace) -> tuple[str, str, str | None]:
         _object(selectors, args.file, '"selectors"')
     if args.impls:
         impls = _object(_read_json(args.impls, "plugin declarations JSON"), args.impls, "the impls file")
-    return json.dumps(graph_doc), json.dumps(impls), json.dumps(selectors) if selectors is not None else None
+    return json.dumps(graph_doc), impls, selectors
 
 
 def _report(args: argparse.Namespace) -> int:
-    graph_json, impls_json, selectors_json = _inputs(args)
+    graph_json, impls, selectors = _inputs(args)
     try:
-        outcome = _core.analyze(graph_json, impls_json, selectors_json).outline("{}")
-    except _core.CoreError as e:
-        raise _BadInput(f"{args.file}: {from_core(e)}") from None
+        outcome = core.analyze(graph_json, impls, selectors).outline()
+    except GraphError as e:
+        raise _BadInput(f"{args.file}: {e}") from None
     if args.json:
-        report = {"report": json.loads(outcome.report_json()), "unmatched": json.loads(outcome.unmatched_json())}
-        print(json.dumps({**report, **json.loads(outcome.edits_json())}, indent=1))
+        doc = {"report": outcome.report(), "unmatched": outcome.unmatched(), "edits": outcome.edits, "moves": outcome.moves}
+        print(json.dumps(core.to_jsonable(doc), indent=1))
     else:
         print(outcome.report_text())
         print(outcome.graph_text())

@@ -26,9 +26,3 @@ class GraphError(TTAError):
         self.kind = kind
         self.node = node
         self.source = source
-
-
-def from_core(exc: Exception) -> GraphError:
-    """Convert a ``tta._core.CoreError`` (args: kind, message, node, source)."""
-    kind, message, node, source = exc.args
-    return GraphError(message, kind=kind, node=node, source=source)

@@ -74,7 +74,8 @@ _DTYPES: dict[torch.dtype, str] = {}
 _EXPR_TEXT: dict[Any, int | str] = {}
 
 
-def _dtype(d: torch.dtype) -> str:
+def dtype_text(d: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
     name = _DTYPES.get(d)
     if name is None:
         name = _DTYPES[d] = str(d)[6:]  # "torch.float32" -> "float32"
@@ -91,7 +92,8 @@ def _dim(d) -> int | str:
     return text
 
 
-def _dims(ds) -> list:
+def dims(ds) -> list:
+    """Sizes as the graph format writes them: ints, and expression text for symbolic ones."""
     out = list(ds)
     for i, d in enumerate(out):
         if type(d) is not int:
@@ -102,9 +104,9 @@ def _dims(ds) -> list:
 def encode_value(v: Any) -> Any:
     """``node.meta["val"]`` -> JSON."""
     if isinstance(v, torch.Tensor):
-        out = {"dtype": _dtype(v.dtype), "shape": _dims(v.shape)}
+        out = {"dtype": dtype_text(v.dtype), "shape": dims(v.shape)}
         if v.layout == torch.strided:
-            out["stride"] = _dims(v.stride())
+            out["stride"] = dims(v.stride())
         return out
     if v is None or isinstance(v, (bool, str)):
         return v if not isinstance(v, str) else {"opaque": v}
@@ -135,7 +137,7 @@ def encode_arg(a: Any) -> Any:
     if isinstance(a, (list, tuple)):
         return [encode_arg(x) for x in a]
     if isinstance(a, torch.dtype):
-        return {"dtype": _dtype(a)}
+        return {"dtype": dtype_text(a)}
     if isinstance(a, torch.device):
         return {"device": str(a)}
     if isinstance(a, torch.layout):
@@ -147,7 +149,8 @@ def encode_arg(a: Any) -> Any:
     return {"opaque": repr(a)[:200]}
 
 
-def _module_type(t: Any) -> str:
+def module_type(t: Any) -> str:
+    """The qualified name module selectors and ``nn_module_stack`` entries use."""
     if isinstance(t, str):
         return t
     return f"{t.__module__}.{t.__qualname__}"
@@ -156,7 +159,7 @@ def _module_type(t: Any) -> str:
 def _module_entry(key: str, path: str, t: Any) -> dict:
     """One ``nn_module_stack`` entry; torch.export suffixes the key of a repeated call of the
     same module with ``@N``, which becomes ``call`` (the module-type selector keeps calls apart)."""
-    entry = {"path": path, "type": _module_type(t)}
+    entry = {"path": path, "type": module_type(t)}
     _, at, call = key.rpartition("@")
     if at and call.isdigit() and int(call) > 0:
         entry["call"] = int(call)
@@ -248,7 +251,10 @@ class Serializer:
         if val is not None:
             d["val"] = encode_value(val)
         custom = meta.get("custom")
-        if custom:
+        # Strict export creates an input's placeholder lazily, when the traced code first reads
+        # it, so an input first read inside a region gets the region's tag. Reading an input
+        # does not put it in the region: placeholders are written without tags.
+        if custom and op != "placeholder":
             tags = [k[len(TAG_PREFIX):] for k in custom if k.startswith(TAG_PREFIX)]
             if tags:
                 d["regions"] = tags
@@ -281,5 +287,10 @@ def graph_to_dict(graph: torch.fx.Graph) -> dict:
     return Serializer().graph_to_dict(graph)
 
 
+def dumps(doc: dict) -> str:
+    """Compact JSON text of a freshly built graph dict (no cycles: json's check is skipped)."""
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False, check_circular=False)
+
+
 def to_json(graph: torch.fx.Graph) -> str:
-    return json.dumps(graph_to_dict(graph), separators=(",", ":"), allow_nan=False, check_circular=False)
+    return dumps(graph_to_dict(graph))

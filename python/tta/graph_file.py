@@ -37,10 +37,10 @@ def graph_document(program, selectors=None) -> dict:
     else:
         raise TypeError(f"tta.save_graph takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
     doc = graph.graph_to_dict(gm.graph)
-    selectors_json, keys = _selectors.encode(selectors, gm)
+    sel, keys = _selectors.encode(selectors, gm)
     out = {"graph": doc, "impls": declarations({r["impl"] for r in doc.get("regions", {}).values()} | keys)}
-    if selectors_json is not None:
-        out["selectors"] = json.loads(selectors_json)
+    if sel is not None:
+        out["selectors"] = sel
     return out
 
 

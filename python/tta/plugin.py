@@ -10,19 +10,13 @@ hash of what identifies the implementation.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from .errors import PluginError
-
-
-def _identity(fn: Callable | None) -> str:
-    if fn is None:
-        return ""
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+from .identity import qualified_name
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,15 +28,15 @@ class Plugin:
     meta_impl: Callable | None = None
     kernels: tuple = ()
     mutates: bool = False
-    weights: tuple = ()
     # Number of region inputs the impl takes, when meta_impl's signature says so.
     arity: int | None = field(default=None)
     # Number of tensors the kernels' launch functions take (inputs, then outputs).
-    ports: int | None = field(default=None)
+    launch_tensors: int | None = field(default=None)
 
     def declaration(self) -> dict:
-        """What the Rust pass checks regions against (see ``src/lowering/signature.rs``)."""
-        return {"name": self.name, "inputs": self.arity, "outputs": None, "ports": self.ports, "mutates": self.mutates}
+        """What the Rust pass checks regions against (``ImplDecl``; its ``ports`` is the
+        number of tensors the launch functions take)."""
+        return {"name": self.name, "inputs": self.arity, "ports": self.launch_tensors, "mutates": self.mutates}
 
     def __repr__(self) -> str:
         return f"Plugin({self.key})"
@@ -62,10 +56,7 @@ def _positional_arity(fn: Callable) -> int | None:
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
 
 
-_BACKEND_MODULES = {"triton": "triton", "cutile": "cuda.tile", "cutedsl": "cutlass.cute"}
-
-
-def _launch_ports(kernels: tuple, name: str) -> int | None:
+def _launch_tensors(kernels: tuple, name: str) -> int | None:
     """Tensor parameters of the launch functions (positional, without defaults); all kernels
     of one plugin must agree, since each is a tactic for the same op."""
     counts = {}
@@ -80,21 +71,16 @@ def _launch_ports(kernels: tuple, name: str) -> int | None:
 
 
 def _check_kernels(kernels: tuple, name: str) -> None:
-    from .specs import KernelSpec
+    from .specs import BACKENDS, KernelSpec, installed
 
     if not kernels:
         raise PluginError(f"custom_plugin({name!r}): kernel=[] is empty; give at least one kernel spec or leave it out")
     for k in kernels:
         if not isinstance(k, KernelSpec):
             raise PluginError(f"custom_plugin({name!r}): {k!r} is not a kernel spec; use tta.triton/tta.cutile/tta.cutedsl")
-        module = _BACKEND_MODULES[k.backend]
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
+        if not installed(k.backend):
             raise PluginError(
-                f"custom_plugin({name!r}): backend {k.backend!r} of {k.identity} is not installed (no module {module!r})"
+                f"custom_plugin({name!r}): backend {k.backend!r} of {k.identity} is not installed (no module {BACKENDS[k.backend]!r})"
             )
 
 
@@ -102,7 +88,6 @@ def custom_plugin(
     kernel: Any | Sequence[Any] | None = None,
     meta_impl: Callable | None = None,
     name: str | None = None,
-    weights: Sequence[Any] | None = None,
     mutates: bool = False,
 ) -> Plugin:
     """Describe a plugin. ``kernel`` is a kernel spec or a list of them (one tactic each);
@@ -117,8 +102,10 @@ def custom_plugin(
         name = getattr(source, "__name__", None) or "plugin"
     if meta_impl is not None and not callable(meta_impl):
         raise PluginError(f"custom_plugin({name!r}): meta_impl must be callable, got {type(meta_impl).__name__}")
+    # The trailing "0" stands where a weight count once was, so existing keys (and op names
+    # derived from them) stay the same.
     identity = "\n".join(
-        [name, _identity(meta_impl), str(bool(mutates)), str(len(weights or ()))]
+        [name, qualified_name(meta_impl) if meta_impl is not None else "", str(bool(mutates)), "0"]
         + [getattr(k, "cache_key", repr(k)) for k in kernels]
     )
     key = f"{name}@{hashlib.sha256(identity.encode()).hexdigest()[:10]}"
@@ -128,9 +115,8 @@ def custom_plugin(
         meta_impl=meta_impl,
         kernels=kernels,
         mutates=bool(mutates),
-        weights=tuple(weights or ()),
         arity=_positional_arity(meta_impl) if meta_impl is not None else None,
-        ports=_launch_ports(kernels, name),
+        launch_tensors=_launch_tensors(kernels, name),
     )
     with _lock:
         # Same key means same identity (e.g. a re-run notebook cell): the newest object wins.

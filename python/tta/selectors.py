@@ -19,20 +19,18 @@ docs/selectors.md.
 from __future__ import annotations
 
 import functools
-import json
 import warnings
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 import torch.fx
 from torch import nn
-from torch.export import ExportedProgram
 
 from . import graph
 from .patterns import PatternSelector, check_impl, target_dtypes
 from .plugin import Plugin
 
-__all__ = ["ModuleSelector", "PatternSelector", "find_regions", "lower_modules", "lower_pattern", "is_decomposed"]
+__all__ = ["ModuleSelector", "PatternSelector", "lower_pattern", "is_decomposed"]
 
 
 class ModuleSelector:
@@ -48,7 +46,7 @@ class ModuleSelector:
             if isinstance(key, str):
                 self.entries.append({"path": key, "impl": plugin.key})
             elif isinstance(key, type) and issubclass(key, nn.Module):
-                self.entries.append({"type": graph._module_type(key), "impl": plugin.key})
+                self.entries.append({"type": graph.module_type(key), "impl": plugin.key})
             else:
                 raise TypeError(f"lower_modules keys are nn.Module classes or dotted path prefixes, got {key!r}")
 
@@ -120,94 +118,51 @@ def normalize(selectors) -> list[ModuleSelector | PatternSelector]:
     return out
 
 
-def encode(selectors, target: torch.fx.Graph) -> tuple[str | None, set[str]]:
-    """The ``selectors_json`` argument of ``_core.analyze`` and the impl keys it uses."""
+def _pattern_labels(items: Sequence[ModuleSelector | PatternSelector]) -> list[str | None]:
+    """The name each pattern selector's regions are labelled with (``pattern:<name>:<k>``):
+    pattern names must be unique, so a repeated name gets ``#2``, ``#3``, ..."""
+    counts: dict[str, int] = {}
+    out: list[str | None] = []
+    for s in items:
+        if isinstance(s, PatternSelector):
+            k = counts[s.name] = counts.get(s.name, 0) + 1
+            out.append(s.name if k == 1 else f"{s.name}#{k}")
+        else:
+            out.append(None)
+    return out
+
+
+def encode(selectors, target: torch.fx.Graph) -> tuple[dict | None, set[str]]:
+    """The selectors document the pass takes (``src/regions/selectors.rs``) and the impl keys
+    it uses."""
     items = normalize(selectors)
     if not items:
         return None, set()
     modules, patterns, keys = [], [], set()
-    names: dict[str, int] = {}
     dtypes = target_dtypes(target) if any(isinstance(s, PatternSelector) and not s.pin_dtypes for s in items) else []
-    for s in items:
+    for s, label in zip(items, _pattern_labels(items)):
         if isinstance(s, ModuleSelector):
             modules.extend(s.entries)
             keys.update(e["impl"] for e in s.entries)
         else:
-            # Pattern names label regions (`pattern:<name>:<k>`) and must be unique.
-            k = names[s.name] = names.get(s.name, 0) + 1
-            name = s.name if k == 1 else f"{s.name}#{k}"
             first, *others = s.forms(s.decomposed_for(target), dtypes)
-            patterns.append({"name": name, "impl": s.impl.key, "graph": first, **({"forms": others} if others else {})})
+            patterns.append({"name": label, "impl": s.impl.key, "graph": first, **({"forms": others} if others else {})})
             keys.add(s.impl.key)
-    doc = {"modules": modules, "patterns": patterns}
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False), keys
+    return {"modules": modules, "patterns": patterns}, keys
 
 
 def warn_unmatched(selectors, regions: Iterable, unmatched: Mapping[str, str] = {}) -> None:
     """Warn about selector keys that chose nothing (a typo in a path, a pattern in the other
-    form), since an empty report is otherwise silent. ``unmatched`` maps a pattern's name to
+    form), since an empty report is otherwise silent. ``unmatched`` maps a pattern's label to
     its closest partial match, from the pass."""
-    hit_modules = {r.origin.get("selector") for r in regions if r.origin.get("kind") == "module"}
-    hit_patterns = {r.origin.get("pattern", "").split("#")[0] for r in regions if r.origin.get("kind") == "pattern"}
-    for s in normalize(selectors):
+    hit_modules = {r.origin.selector for r in regions if r.origin.kind == "module"}
+    hit_patterns = {r.origin.pattern for r in regions if r.origin.kind == "pattern"}
+    items = normalize(selectors)
+    for s, label in zip(items, _pattern_labels(items)):
         if isinstance(s, ModuleSelector):
-            for label in s.labels():
-                if label not in hit_modules:
-                    warnings.warn(f"tta: no module in the graph matches {label!r}", stacklevel=4)
-        elif s.name not in hit_patterns:
-            closest = unmatched.get(s.name)
+            for key in s.labels():
+                if key not in hit_modules:
+                    warnings.warn(f"tta: no module in the graph matches {key!r}", stacklevel=4)
+        elif label not in hit_patterns:
+            closest = unmatched.get(label)
             warnings.warn(f"tta: pattern {s.name!r} occurs nowhere in the graph" + (f"; {closest}" if closest else ""), stacklevel=4)
-
-
-def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None) -> list[dict]:
-    """The regions ``tta.rewrite(program, selectors=selectors)`` would take, without rewriting:
-    ``[{"id": ..., "nodes": [...], "reason": ...}]``, with ``reason`` only on regions that would
-    be refused before outlining (overlap, not convex, leaked values, unregistered impl; the
-    impl's signature and ``meta_impl`` are not checked here). For inspecting selectors."""
-    from . import _core
-    from .errors import from_core
-    from .plugin import declarations
-
-    gm = program.graph_module if isinstance(program, ExportedProgram) else program
-    with graph.NoGC():
-        doc = graph.graph_to_dict(gm.graph)
-        for n in doc["nodes"]:
-            if n["op"] != "placeholder":
-                break
-            n.pop("regions", None)  # as tta.rewrite does: reading an input does not put it in a region
-        # A freshly built dict has no cycles: skip json's cycle check (a fifth of its time).
-        graph_json = json.dumps(doc, separators=(",", ":"), allow_nan=False, check_circular=False)
-        selectors_json, keys = encode(selectors, gm)
-        impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | keys)
-        del doc
-        try:
-            return json.loads(_core.analyze(graph_json, json.dumps(impls), selectors_json).members_json())
-        except _core.CoreError as e:
-            raise from_core(e) from None
-
-
-def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, mapping: Mapping[type | str, Plugin], *,
-                  example_inputs: Sequence[Any] | None = None, example_kwargs: Mapping[str, Any] | None = None,
-                  dynamic_shapes: Any = None, strict: bool = False, decompose: bool = True,
-                  selectors: Sequence[Any] = (), check: bool | str = True):
-    """Replace every call of the chosen modules by a plugin, without editing the model.
-
-    ``mapping`` maps nn.Module classes and dotted path prefixes to ``tta.custom_plugin``s.
-    Given an ExportedProgram (or GraphModule) this is ``tta.rewrite(target, selectors=...)``
-    and returns its RewriteResult. Given a plain nn.Module it first exports it with
-    ``example_inputs`` (``strict``, ``dynamic_shapes``; then ``run_decompositions()`` unless
-    ``decompose=False``) and returns the RewriteResult of that program. ``selectors`` adds
-    more selectors (e.g. ``lower_pattern`` results) to the same rewrite.
-    """
-    from .rewrite import rewrite
-
-    items = [ModuleSelector(mapping), *normalize(selectors)]
-    if isinstance(target, nn.Module) and not isinstance(target, torch.fx.GraphModule):
-        if example_inputs is None:
-            raise TypeError(
-                "lower_modules(model, ...) exports the model first and needs example_inputs=(...); "
-                "or pass the ExportedProgram from torch.export.export"
-            )
-        ep = torch.export.export(target, tuple(example_inputs), kwargs=dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
-        target = ep.run_decompositions() if decompose else ep
-    return rewrite(target, selectors=items, check=check)

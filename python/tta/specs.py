@@ -8,14 +8,26 @@ and hashable; ``cache_key`` is stable across processes.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import PluginError
+from .identity import qualified_name, reachable_code, short_digest
 
-BACKENDS = ("triton", "cutile", "cutedsl")
+# The kernel DSLs tta compiles, each with the module it needs.
+BACKENDS: dict[str, str] = {"triton": "triton", "cutile": "cuda.tile", "cutedsl": "cutlass.cute"}
+
+
+def installed(backend: str) -> bool:
+    """Whether the DSL of ``backend`` can be imported here."""
+    module = BACKENDS.get(backend)
+    try:
+        return module is not None and importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _freeze(config: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
@@ -27,14 +39,6 @@ def _freeze(config: Mapping[str, Any], where: str) -> tuple[tuple[str, Any], ...
         if not isinstance(v, (bool, int, float, str)):
             raise PluginError(f"{where}: config {k}={v!r} is not a compile-time value (bool, int, float or str)")
     return tuple(sorted(config.items()))
-
-
-def _source_digest(fn: Callable) -> str:
-    try:
-        text = inspect.getsource(fn)
-    except (OSError, TypeError):
-        text = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,8 @@ class KernelSpec:
     def cache_key(self) -> str:
         # The kernels the launch function calls are part of the key: editing a kernel changes the
         # plugin's op name, and with it every cache keyed on the graph (Torch-TensorRT's engines).
-        from .aot.compile import _referenced
-
-        kernels = sorted(_referenced(self.launch_fn).items())
-        payload = json.dumps([self.backend, self.identity, _source_digest(self.launch_fn), self.configs, kernels], default=repr)
+        kernels = sorted(reachable_code(self.launch_fn).items())
+        payload = json.dumps([self.backend, self.identity, short_digest(self.launch_fn), self.configs, kernels], default=repr)
         return f"{self.backend}:{self.identity}:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
     def config_dicts(self) -> list[dict[str, Any]]:
@@ -91,8 +93,7 @@ def _spec(backend: str, launch_fn: Callable, configs: Sequence[Mapping[str, Any]
             raise PluginError(f"{where}: duplicate config {dict(c)}")
         seen.add(c)
     _check_config_keys(launch_fn, frozen, where)
-    identity = f"{getattr(launch_fn, '__module__', '?')}.{getattr(launch_fn, '__qualname__', repr(launch_fn))}"
-    return KernelSpec(backend=backend, launch_fn=launch_fn, configs=frozen, identity=identity)
+    return KernelSpec(backend=backend, launch_fn=launch_fn, configs=frozen, identity=qualified_name(launch_fn))
 
 
 def triton(launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None = None) -> KernelSpec:

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from tta.aot import compile as C
-from tta.aot.record import TensorMeta
+from tta.aot import driver
+from tta.aot.session import TensorType
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
 
@@ -34,14 +35,14 @@ def test_parallel_compile_equals_serial(pool, capsys):
 
 def test_errors_in_worker_processes_reach_the_caller():
     ex = by_name("triton_softmax")
-    bad = C.Task(ex.spec(), {"BLOCK": 1024}, [TensorMeta.dynamic(torch.float16, 2)], lambda x: x.new_empty(x.shape), 90, 90, {"nonsense": 1})
+    bad = C.Task(ex.spec(), {"BLOCK": 1024}, [TensorType.dynamic(torch.float16, 2)], lambda x: x.new_empty(x.shape), 90, 90, {"nonsense": 1})
     with pytest.raises(PluginError, match="unknown Triton compile options"):
         C.run_tasks([bad, bad], jobs=2, pool="process", progress=False)
 
 
 def test_unknown_backend():
     with pytest.raises(PluginError, match="unknown kernel backend"):
-        C.backend_module("cuda_c")
+        driver.backend("cuda_c")
 
 
 def test_compile_plugin_uses_meta_impl_or_output_metas():
@@ -51,7 +52,7 @@ def test_compile_plugin_uses_meta_impl_or_output_metas():
     ks = C.compile_plugin(plugin, metas, cache=False, progress=False)
     assert [k.output_shapes for k in ks] == [(("i0_0", "i0_1"),)] * 2
     # Explicit output metas (as the TensorRT adapter has them from the graph) give the same kernels.
-    ks2 = C.compile_plugin(plugin, metas, output_metas=[TensorMeta.make(torch.float32, ("i0_0", "i0_1"))], cache=False, progress=False)
+    ks2 = C.compile_plugin(plugin, metas, output_metas=[TensorType.make(torch.float32, ("i0_0", "i0_1"))], cache=False, progress=False)
     assert [k.code for k in ks2] == [k.code for k in ks]
     import tta
 

@@ -4,8 +4,8 @@ nvidia-cutlass-dsl; without it these tests fail, they do not skip."""
 
 from __future__ import annotations
 
-import json
 import math
+import re
 
 import cutlass.cute  # noqa: F401  (fail loudly when CuTeDSL is missing)
 import pytest
@@ -13,10 +13,11 @@ import torch
 
 import cutedsl_cases as cases
 import tta.specs as specs
-from tta import _core
-from tta.aot import cutedsl, ptxabi
+from tta import core
+from tta.aot import cutedsl
 from tta.aot.base import symbol_values
-from tta.aot.record import TensorMeta
+from tta.aot.driver import compile_spec
+from tta.aot.session import TensorType
 from tta.errors import PluginError
 from tta.examples.kernels import by_name, examples
 
@@ -38,13 +39,34 @@ def compiled():
     for ex in EXAMPLES:
         for dt in ex.dtypes:
             out[(ex.name, dt)] = [
-                cutedsl.compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()
+                compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()
             ]
     return out
 
 
 def _eval(expr: str, env: dict) -> int:
-    return _core.eval_expr(expr, json.dumps(env))
+    return core.eval_expr(expr, env)
+
+
+def _trtp_value(expr: str, env: dict) -> int:
+    """The value of trtp's rendering of ``expr`` (``trtp.cdiv/max/min`` over the symbols)."""
+    import types
+
+    trtp = types.SimpleNamespace(cdiv=lambda a, b: -(-a // b), max=max, min=min)
+    return eval(core.trtp_expr(expr), {"__builtins__": {}, "trtp": trtp}, dict(env))
+
+
+def _expressions_render_for_tensorrt(kernels) -> int:
+    """Every symbolic grid dim and extra renders in trtp's arithmetic to the same value."""
+    checked = 0
+    for k in kernels:
+        for e in (*k.grid, *k.extras):
+            if e.isdigit():  # constants go to TensorRT as ints
+                continue
+            env = {s: 7 + 3 * i for i, s in enumerate(sorted(set(re.findall(r"[io]\d+_\d+", e))))}
+            assert _trtp_value(e, env) == core.eval_expr(e, env), e
+            checked += 1
+    return checked
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
@@ -54,23 +76,23 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
     for k in compiled[(name, dtype)]:
         assert k.backend == "cutedsl" and k.code_format == "ptx" and k.sm == 90
         ptx = k.code.decode()
-        module = ptxabi.parse(ptx)
+        module = core.ptx_parse(ptx)
         # The cu12 flavour's ISA, which a CUDA 13.0 driver (max 9.0) JIT-compiles.
-        assert k.ptx_version == module["version"] == "8.8"
-        assert module["target"] == ["sm_90a"]
-        (entry,) = module["entries"]
-        assert entry["name"] == k.entry
-        kinds = [(p["ty"], p["ptr"] is not None, p["array_len"]) for p in entry["params"]]
+        assert k.ptx_version == module.version == "8.8"
+        assert module.target == ("sm_90a",)
+        (entry,) = module.entries
+        assert entry.name == k.entry
+        kinds = [(p.ty, p.is_ptr, p.array_len) for p in entry.params]
         n_x = len(k.extras)
         assert kinds == [(".u64", True, None)] * n_in + [(".u32", False, None)] * n_x + [(".u64", True, None)]
         # The declarations were reordered (the body refers to them by name): the kernel declares
         # its pointers first and the sizes last, so the output's old name comes last.
-        declared = [p["name"].rsplit("_", 1)[1] for p in entry["params"]]
+        declared = [p.name.rsplit("_", 1)[1] for p in entry.params]
         roles = [tuple(r) for r in k.meta["kernel_params"]]
         rank = {"input": 0, "extra": 1, "output": 2}
         assert declared == [str(i) for i in sorted(range(len(roles)), key=lambda i: (rank[roles[i][0]], roles[i][1]))]
         assert declared != sorted(declared)
-        assert tuple(entry["reqntid"]) == k.block
+        assert entry.reqntid == k.block
 
 
 EXPECTED = {
@@ -123,33 +145,29 @@ def test_host_arguments_match_a_concrete_call(compiled, name, dtype):
 
 
 def test_expressions_render_for_tensorrt(compiled):
-    for kernels in compiled.values():
-        for k in kernels:
-            for e in (*k.grid, *k.extras):
-                if not e.isdigit():
-                    _core.trtp_expr(e, "{}")
+    assert _expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
 
 
 def test_ptx_newer_than_the_driver_is_shipped_as_cubin():
     # max_ptx 8.0 < the cu12 flavour's 8.8: the permuted PTX is assembled for sm_90a instead.
     ex = by_name("cutedsl_rmsnorm")
-    k = cutedsl.compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 80)
+    k = compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 80)
     assert k.code_format == "cubin" and k.code[:4] == b"\x7fELF" and k.ptx_version == "8.8"
-    layout = sorted(json.loads(_core.ptx_cubin_params(k.code, k.entry)), key=lambda p: p["ordinal"])
-    assert [p["size"] for p in layout] == [8, 8, 4, 4, 8]
+    layout = core.cubin_params(k.code, k.entry)
+    assert [p.size for p in layout] == [8, 8, 4, 4, 8]
     assert "shipped as a CUBIN" in k.meta["note"]
 
 
 def _compile(fn, n_inputs=1, config=None, max_ptx=90):
     spec = specs.cutedsl(fn, configs=[config or {}])
-    metas = [TensorMeta.dynamic("float32", 2) for _ in range(n_inputs)]
-    return cutedsl.compile_spec(spec, config or {}, metas, lambda x, *_: x.new_empty(x.shape), 90, max_ptx)
+    metas = [TensorType.dynamic("float32", 2) for _ in range(n_inputs)]
+    return compile_spec(spec, config or {}, metas, lambda x, *_: x.new_empty(x.shape), 90, max_ptx)
 
 
 def test_compile_then_call_is_recorded_like_a_direct_call():
     k = _compile(cases.launch_via_compile, n_inputs=2)
     ex = by_name("cutedsl_add_relu")
-    direct = cutedsl.compile_spec(ex.spec(), {"THREADS": 256}, ex.input_metas(torch.float32), ex.meta, 90, 90)
+    direct = compile_spec(ex.spec(), {"THREADS": 256}, ex.input_metas(torch.float32), ex.meta, 90, 90)
     assert (k.grid, k.extras, k.block, k.code) == (direct.grid, direct.extras, direct.block, direct.code)
 
 
@@ -159,7 +177,7 @@ def test_a_stream_argument_stays_on_the_host():
     k = _compile(cases.launch_with_stream)
     assert [h["kind"] for h in k.meta["host"]] == ["pointer", "pointer", "int", "stream"]
     assert k.extras == ("i0_0*i0_1",) and k.grid == ("FloorDiv(i0_0*i0_1 + 127, 128)", "1", "1")
-    assert [p["ty"] for p in ptxabi.parse(k.code.decode())["entries"][0]["params"]] == [".u64", ".u32", ".u64"]
+    assert [p.ty for p in core.ptx_parse(k.code.decode()).entries[0].params] == [".u64", ".u32", ".u64"]
 
 
 @pytest.mark.parametrize(
@@ -174,7 +192,7 @@ def test_a_stream_argument_stays_on_the_host():
         (cases.launch_shape_to_constexpr, 1, "Constexpr parameter 'B' gets i0_0"),
         (cases.launch_two_kernels, 1, "launched 2 kernels"),
         (cases.launch_scratch, 1, "launch_scratch\\): data_ptr\\(\\) of a tensor that is neither an input nor an output"),
-        (cases.launch_ignores_y, 2, "takes input 0 2 times"),
+        (cases.launch_ignores_y, 2, "input 0 is passed twice"),
         (cases.launch_wrong_dtype, 1, "as Float16; use Float32"),
     ],
 )

@@ -8,8 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from tta.aot import triton as tb
-from tta.aot.record import Session, TensorMeta
+from tta.aot import driver, ptxabi
+from tta.aot.session import Session, TensorType
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
 
@@ -36,11 +36,11 @@ def copy2d_kernel(x_ptr, out_ptr, rows, cols, one, BM: tl.constexpr, BN: tl.cons
 
 
 def session(*metas, outputs=None, meta_fn=None):
-    s = Session([TensorMeta.make(*m) for m in metas])
+    s = Session([TensorType.make(*m) for m in metas])
     if meta_fn is not None:
         s.outputs_from_fn(meta_fn, "test")
     else:
-        s.outputs_from_metas([TensorMeta.make(*m) for m in outputs])
+        s.outputs_from_metas([TensorType.make(*m) for m in outputs])
     return s
 
 
@@ -49,10 +49,11 @@ class Spec:
 
     def __init__(self, fn):
         self.launch_fn = fn
+        self.backend = "triton"
 
 
 def record(fn, s, **config):
-    return tb.record(Spec(fn), config, s)
+    return driver.record(Spec(fn), config, s)
 
 
 def test_symbols_are_distinct_with_distinct_prime_hints():
@@ -92,7 +93,7 @@ def test_roles_extras_constants_and_grid():
     assert plan.options == {"num_warps": 2}
     assert plan.signature == {"out_ptr": "*fp32", "x_ptr": "*fp32", "n": "i32", "stride": "constexpr", "factor": "constexpr", "FLAG": "constexpr", "BLOCK": "constexpr"}
     # runtime params in kernel order: out, x, n -> QDP order: x (input), n (extra), out (output)
-    assert plan.qdp_permutation() == [1, 2, 0]
+    assert ptxabi.qdp_order(plan.runtime_roles()) == [1, 2, 0]
 
 
 def test_callable_grid_and_2d_extras():
@@ -207,7 +208,7 @@ def test_interception_is_per_thread_and_restored():
 def test_shape_expressions_evaluate_without_python_eval():
     import sympy
 
-    from tta.aot.record import _EXPR_FUNCS, eval_shape
+    from tta.aot.session import _EXPR_FUNCS, eval_shape
 
     a, b = sympy.Symbol("i0_0"), sympy.Symbol("i0_1")
     scope = {"i0_0": a, "i0_1": b, **_EXPR_FUNCS}

@@ -10,10 +10,12 @@ import torch
 import triton
 import triton.language as tl
 
+from tta import core
 from tta.aot import ptxabi
+from tta.core import QdpSlots
 from tta.aot import triton as tb
 from tta.aot.compile import compile_specs
-from tta.aot.record import TensorMeta
+from tta.aot.session import TensorType
 from tta.errors import PluginError
 from tta.examples.kernels import by_name, examples
 
@@ -58,19 +60,19 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
     n_in = len(ex.input_metas(dtype))
     for k in kernels:
         ptx = k.code.decode()
-        module = ptxabi.parse(ptx)
-        assert module["version"] == k.ptx_version == "9.0"  # capped for a CUDA 13.0 driver
-        assert module["target"][0] == "sm_90a"
-        (entry,) = [e for e in module["entries"] if e["name"] == k.entry]
-        params = entry["params"]
+        module = core.ptx_parse(ptx)
+        assert module.version == k.ptx_version == "9.0"  # capped for a CUDA 13.0 driver
+        assert module.target[0] == "sm_90a"
+        (entry,) = [e for e in module.entries if e.name == k.entry]
+        params = entry.params
         n_extra, n_out = len(k.extras), len(k.output_dtypes)
         # Exactly TensorRT's arguments: no trailing global/profile scratch pointers.
         assert len(params) == n_in + n_extra + n_out
-        kinds = ["ptr" if p["ty"] == ".u64" and p["ptr"] else p["ty"] for p in params]
+        kinds = ["ptr" if p.ty == ".u64" and p.is_ptr else p.ty for p in params]
         assert kinds == ["ptr"] * n_in + [".u32"] * n_extra + ["ptr"] * n_out
         # The body still refers to the parameters by their original names: the declarations
         # were permuted, so the original index of each QDP slot is the recorded permutation.
-        original = [int(re.search(r"_param_(\d+)$", p["name"]).group(1)) for p in params]
+        original = [int(re.search(r"_param_(\d+)$", p.name).group(1)) for p in params]
         runtime = [p for p in k.meta["params"] if p["role"] != "constexpr"]
         expected = sorted(range(len(runtime)), key=lambda i: ({"input": 0, "extra": 1, "output": 2}[runtime[i]["role"]], runtime[i]["index"]))
         assert original == expected
@@ -78,7 +80,7 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
         for i in (len(runtime), len(runtime) + 1):
             assert f"{k.entry}_param_{i}" not in ptx
         # Launch parameters from the compiled metadata.
-        assert entry["reqntid"] == [k.block[0]] and k.block[0] == 32 * k.meta["num_warps"]
+        assert entry.reqntid == (k.block[0],) and k.block[0] == 32 * k.meta["num_warps"]
         assert k.shared_mem >= 0 and k.backend == "triton" and k.code_format == "ptx"
         assert k.input_dtypes == tuple(str(dtype)[6:] for _ in range(n_in))
         assert k.output_dtypes == (str(dtype)[6:],)
@@ -97,7 +99,7 @@ def test_no_divisibility_hints_unless_asked():
     such hints stays scalar; the explicit opt-in turns it on (so the attrs do reach Triton)."""
     from tta.specs import triton as triton_spec
 
-    metas = [TensorMeta.dynamic(torch.float16, 1)]
+    metas = [TensorType.dynamic(torch.float16, 1)]
     spec = triton_spec(launch_plain_copy, [{"BLOCK": 1024}])
     plain = compile_specs([spec], metas, plain_meta, cache=False, progress=False)[0].code.decode()
     hinted = compile_specs([spec], metas, plain_meta, cache=False, progress=False, pointer_divisibility=16)[0].code.decode()
@@ -130,7 +132,7 @@ def test_too_new_ptx_is_refused_by_the_rust_check():
     if k.ptx_version <= "8.0":
         pytest.skip("Triton emits an old ISA here")
     with pytest.raises(PluginError, match="needs a CUDA .* driver"):
-        ptxabi.to_qdp_abi(k.code.decode(), entry=k.entry, user_params=4, permutation=[0, 1, 2, 3], slots=(2, 1, 1), max_ptx=80)
+        ptxabi.to_qdp_abi(k.code.decode(), entry=k.entry, user_params=4, permutation=[0, 1, 2, 3], slots=QdpSlots(2, 1, 1), max_ptx=80)
 
 
 def test_scratch_kernels_are_refused():

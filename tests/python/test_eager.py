@@ -57,8 +57,12 @@ def test_examples_match_torch_under_the_interpreter(interpreted):
 
 
 def test_interpreter_run_checks_something(interpreted):
-    # The comparison is not vacuous: outputs are non-trivial and errors are measured.
-    assert any(r[4] is not None and r[4] > 0 for r in interpreted)
+    # The comparison is not vacuous: every run measured an error against torch, the guards
+    # skipped only a few configs, and some outputs differ from torch's by rounding.
+    ran = [r for r in interpreted if r[5] != "guard"]
+    assert ran and all(isinstance(r[4], float) for r in ran)
+    assert len(ran) > len(interpreted) - len(ran)
+    assert any(r[4] > 0 for r in ran)
 
 
 def test_eager_launch_never_runs_on_cpu():
@@ -71,5 +75,5 @@ def test_eager_launch_never_runs_on_cpu():
 
 def test_eager_falls_back_when_no_backend_is_installed(monkeypatch):
     ex = by_name("triton_add_relu")
-    monkeypatch.setattr(eager, "_installed", lambda backend: False)
+    monkeypatch.setattr(eager, "installed", lambda backend: False)
     assert eager.launch(ex.plugin(), [torch.ones(2)]) is None

@@ -97,13 +97,13 @@ def launch_matmul(a, b, c, *, BM=128, BN=256, BK=128, num_warps=8):
 
 def test_kernel_with_more_than_48kb_shared_memory(max_ptx):
     from tta.aot.compile import compile_specs
-    from tta.aot.record import TensorMeta
+    from tta.aot.session import TensorType
     from tta.gpu.driver import Loaded
     from tta.specs import triton as triton_spec
 
     (k,) = compile_specs(
         [triton_spec(launch_matmul, [{}])],
-        [TensorMeta.dynamic(torch.float16, 2)] * 2,
+        [TensorType.dynamic(torch.float16, 2)] * 2,
         lambda a, b: a.new_empty(a.shape[0], b.shape[1]),
         max_ptx=max_ptx,
         cache=False,

@@ -8,8 +8,7 @@ import torch
 import torch.fx
 
 import tta
-from tta import _core, graph
-from tta.errors import from_core
+from tta import core, graph
 
 
 def _gm():
@@ -39,8 +38,8 @@ def test_serializer_encodes_every_literal_kind():
 
 def test_rust_reads_what_python_writes_and_writes_it_back_identically():
     text = graph.to_json(_gm().graph)
-    analysis = _core.analyze(text, "{}")
-    outcome = analysis.outline("{}")
+    analysis = core.analyze(text, {})
+    outcome = analysis.outline()
     outcome.check_matches(text)  # no regions: the pass's graph is the input graph
     assert json.loads(outcome.graph_json()) == json.loads(text)
 
@@ -64,16 +63,16 @@ T = {"dtype": "float32", "shape": ["s0", 4]}
     ids=["duplicate", "undefined-ref", "dtype", "expr", "undeclared-region"],
 )
 def test_verifier_errors_name_the_node(nodes, node, needle):
-    with pytest.raises(_core.CoreError) as err:
-        _core.analyze(_doc(nodes), "{}")
-    e = from_core(err.value)
-    assert isinstance(e, tta.GraphError) and e.node == node and needle in str(e), str(e)
+    with pytest.raises(tta.GraphError) as err:
+        core.analyze(_doc(nodes), {})
+    e = err.value
+    assert e.kind == "verify" and e.node == node and needle in str(e), str(e)
 
 
 def test_wrong_format_is_a_parse_error():
-    with pytest.raises(_core.CoreError) as err:
-        _core.analyze(json.dumps({"format": "other", "version": 1, "nodes": []}), "{}")
-    assert from_core(err.value).kind == "parse"
+    with pytest.raises(tta.GraphError) as err:
+        core.analyze(json.dumps({"format": "other", "version": 1, "nodes": []}), {})
+    assert err.value.kind == "parse"
 
 
 def test_first_user_frame_skips_torch_and_tta():
@@ -95,7 +94,7 @@ def test_symbolic_dims_serialize_as_expressions():
     n = next(x for x in doc["nodes"] if x["op"] == "placeholder")["val"]["shape"][0]
     d0 = cat["val"]["shape"][0]
     assert isinstance(n, str) and isinstance(d0, str)
-    assert _core.canonical_expr(d0) == _core.canonical_expr(f"{n} + {n}")
+    assert core.canonical_expr(d0) == core.canonical_expr(f"{n} + {n}")
 
 
 def test_symbolic_trace_graph_with_modules_and_methods_round_trips():
@@ -112,7 +111,7 @@ def test_symbolic_trace_graph_with_modules_and_methods_round_trips():
     ops = {n.op for n in gm.graph.nodes}
     assert {"call_module", "call_method", "get_attr", "placeholder", "output"} <= ops
     text = graph.to_json(gm.graph)
-    outcome = _core.analyze(text, "{}").outline("{}")
+    outcome = core.analyze(text, {}).outline()
     outcome.check_matches(text)
 
 

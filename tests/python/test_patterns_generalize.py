@@ -49,8 +49,8 @@ def test_silu_mlp_matches_across_symbolic_batch_and_sequence(llama_dynamic):
         assert len(res.outlined) == 2 and not res.refused, str(res)
         # The pattern's inputs first, in its order; sizes the target computed outside after.
         first = res.outlined[0]
-        assert first.inputs[1]["name"] == "p_model_layers_0_mlp_gate_proj_weight", first.inputs
-        assert [p["kind"] for p in first.inputs[:4]] == ["tensor"] * 4
+        assert first.inputs[1].name == "p_model_layers_0_mlp_gate_proj_weight", first.inputs
+        assert [p.kind for p in first.inputs[:4]] == ["tensor"] * 4
         sm.assert_same_outputs(model, args, kwargs, res)
         sm.assert_same_outputs(model, (torch.randint(0, 64, (3, 5)),), kwargs, res)
 
@@ -102,7 +102,7 @@ def test_rmsnorm_traced_in_float32_matches_a_bfloat16_model():
     norm = tta.custom_plugin(name="rmsnorm_any_dtype")
     res, _ = rewrite_quiet(tta.lower_pattern(LlamaRMSNorm(32, eps=1e-6), norm, (torch.randn(1, 8, 32),)), ep)
     assert len(res.outlined) == 3 and not res.refused, str(res)
-    assert res.outlined[0].inputs[0]["dtype"] == "bfloat16"
+    assert res.outlined[0].inputs[0].dtype == "bfloat16"
     # The region bodies compute what the decomposed program did, bit for bit.
     with torch.no_grad():
         assert torch.equal(res.program.module()(*args, **kwargs).logits, ep.module()(*args, **kwargs).logits)

@@ -94,6 +94,46 @@ def test_graph_module_input_is_rewritten_in_place():
     torch.testing.assert_close(gm(*inputs), model(*inputs))
 
 
+@pytest.mark.parametrize("failure", ["registering an op", "the check"])
+def test_a_failed_rewrite_leaves_the_graph_module_as_it_was(monkeypatch, failure):
+    # Three regions: the failure comes after the first region's edit.
+    model, ep = export("transformer_rmsnorm")
+    gm = ep.module()
+    before_code, before_nodes = gm.code, [(n.name, n.op, n.target, n.args) for n in gm.graph.nodes]
+    rw = sys.modules["tta.rewrite"]
+    if failure == "registering an op":
+        real_ensure = ops.ensure_op
+        calls = []
+
+        def failing_ensure(*args, **kwargs):
+            calls.append(args[0])
+            if len(calls) == 2:
+                raise RuntimeError("registration failed")
+            return real_ensure(*args, **kwargs)
+
+        monkeypatch.setattr(rw.ops, "ensure_op", failing_ensure)
+        with pytest.raises(RuntimeError, match="registration failed"):
+            tta.rewrite(gm)
+        assert len(calls) == 2
+    else:
+        real_apply = rw._apply
+
+        def reordering_apply(g, *args):
+            real_apply(g, *args)
+            # The edits happened; now a new node moves somewhere wrong.
+            call = next(n for n in g.nodes if getattr(n.target, "namespace", None) == "tta")
+            [n for n in g.nodes if n.op == "placeholder"][-1].append(call)
+
+        monkeypatch.setattr(rw, "_apply", reordering_apply)
+        with pytest.raises(tta.GraphError) as err:
+            tta.rewrite(gm)
+        assert err.value.kind == "mismatch"
+    assert gm.code == before_code
+    assert [(n.name, n.op, n.target, n.args) for n in gm.graph.nodes] == before_nodes
+    inputs = models.example_inputs("transformer_rmsnorm")
+    torch.testing.assert_close(gm(*inputs), model(*inputs))
+
+
 def test_decorator_form_tags_every_call():
     plugin = tta.custom_plugin(name="decorated_add", meta_impl=lambda x: x.new_empty(x.shape))
 
@@ -252,8 +292,8 @@ def test_check_catches_a_wrong_apply(monkeypatch, mode, corruption):
     rw = sys.modules["tta.rewrite"]
     real_apply = rw._apply
 
-    def bad_apply(g, root, edits, summary):
-        real_apply(g, root, edits, summary)
+    def bad_apply(g, root, edits, moves, summary):
+        real_apply(g, root, edits, moves, summary)
         call = [n for n in g.nodes if getattr(n.target, "namespace", None) == "tta" and len(n.args) == 2][-1]
         if corruption == "rewire":  # the new node reads the wrong input
             call.args = (call.args[1], call.args[0])

@@ -10,6 +10,7 @@ from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
 import selector_models as sm
 import tta
+from tta.core import Origin
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +30,9 @@ def test_every_llama_rmsnorm_lowered_by_type(llama_decomposed):
     ], str(res)
     assert not res.refused
     # Ports: the hidden states, then the module's weight (the meta_impl checks the order too).
-    assert all(r.inputs[1]["name"].endswith("norm_weight") for r in res.outlined)
+    assert all(r.inputs[1].name.endswith("norm_weight") for r in res.outlined)
     assert len(set(sm.tta_ops(res))) == 1 and len(sm.tta_ops(res)) == 5, "identical norms share one op"
-    assert all(r.origin == {"kind": "module", "selector": "transformers.models.llama.modeling_llama.LlamaRMSNorm", "path": r.id[7:]} for r in res.outlined)
+    assert all(r.origin == Origin("module", selector="transformers.models.llama.modeling_llama.LlamaRMSNorm", path=r.id[7:]) for r in res.outlined)
     sm.assert_same_outputs(model, args, kwargs, res)
     sm.assert_snapshot("llama_rmsnorm_by_type", res)
 
@@ -58,7 +59,7 @@ def test_non_decomposed_llama_norms_are_refused_with_the_reason():
     assert len(res.refused) == 4 and [r.id for r in res.outlined] == ["module:model.norm"], str(res)
     for r in res.refused:
         assert "returns 1 output(s) but the region produces 2" in r.reason
-        assert [o["name"] for o in r.outputs][0].startswith("to_"), r.outputs
+        assert [o.name for o in r.outputs][0].startswith("to_"), r.outputs
     sm.assert_same_outputs(model, args, kwargs, res)
 
 
@@ -108,7 +109,7 @@ def test_module_regions_overlapping_annotations_are_refused():
     refused = {r.id: r.reason for r in res.refused}
     assert "module:a" in refused and len(refused) == 2, str(res)
     assert all("may not nest or overlap" in why for why in refused.values())
-    assert len(res.outlined) == 1 and res.outlined[0].origin["kind"] == "annotation"
+    assert len(res.outlined) == 1 and res.outlined[0].origin.kind == "annotation"
     torch.testing.assert_close(res.program.module()(x), model(x))
 
 

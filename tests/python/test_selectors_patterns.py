@@ -92,7 +92,7 @@ def test_gpt2_gelu_mlp_by_pattern():
     first = res.outlined[0]
     assert len(first.nodes) == 14 and any(n.startswith("tanh") for n in first.nodes), first.nodes
     # x, then the weights in the module's parameter order.
-    assert [p["name"] for p in first.inputs][1:] == [
+    assert [p.name for p in first.inputs][1:] == [
         "p_transformer_h_0_mlp_c_fc_weight", "p_transformer_h_0_mlp_c_fc_bias",
         "p_transformer_h_0_mlp_c_proj_weight", "p_transformer_h_0_mlp_c_proj_bias",
     ]
@@ -120,7 +120,7 @@ def test_resnet_conv_bn_relu_and_residual_add_relu_by_pattern():
         tta.lower_pattern(conv_bn_relu, cbr, (x,), name="conv_bn_relu"),
         tta.lower_pattern(lambda a, b: torch.relu(a + b), add_relu, (x, x.clone()), name="add_relu"),
     ])
-    kinds = [r.origin["pattern"] for r in res.outlined]
+    kinds = [r.origin.pattern for r in res.outlined]
     # 3x3 stride-1 convs followed by bn+relu: the first conv of 5 blocks (stride-2 ones differ
     # in a literal); every block ends in add+ReLU.
     assert kinds.count("conv_bn_relu") == 5 and kinds.count("add_relu") == 8, str(res)
@@ -144,7 +144,7 @@ def test_pattern_port_order_and_overlaps(llama_decomposed):
     impl = tta.custom_plugin(meta_impl=meta, name="rms_w_first")
     res = tta.lower_pattern(weight_first, impl, example_rms()[::-1]).apply(ep)
     assert len(res.outlined) == 5 and seen[0] == ((32,), (1, 8, 32)), str(res)
-    assert res.outlined[0].inputs[0]["name"] == "p_model_layers_0_input_layernorm_weight"
+    assert res.outlined[0].inputs[0].name == "p_model_layers_0_input_layernorm_weight"
     sm.assert_same_outputs(model, args, kwargs, res)
 
     # A module selector and a pattern choosing the same ops: both refused, the rest outlined.
@@ -183,10 +183,10 @@ def test_find_regions_reports_without_rewriting():
     add_relu = tta.lower_pattern(lambda a, b: torch.relu(a + b), tta.custom_plugin(name="add_relu"), (x, x.clone()), name="add_relu")
     regions = tta.find_regions(ep, [add_relu])
     assert [n.name for n in ep.graph.nodes] == before, "nothing is rewritten"
-    assert len(regions) == 1 and regions[0]["id"] == "pattern:add_relu:0"
-    assert regions[0]["nodes"] == ["add", "relu"]
-    assert "`add` (aten.add.Tensor" in regions[0]["reason"] and "is also read by `mul`" in regions[0]["reason"]
+    assert len(regions) == 1 and regions[0].id == "pattern:add_relu:0"
+    assert regions[0].nodes == ("add", "relu")
+    assert "`add` (aten.add.Tensor" in regions[0].reason and "is also read by `mul`" in regions[0].reason
 
     ep = torch.export.export(model, (x,)).run_decompositions()
     found = tta.find_regions(ep, [{nn.ReLU: sm.rmsnorm}, {nn.Linear: sm.rmsnorm}])
-    assert [(r["id"], "reason" in r) for r in found] == [("module:0", False), ("module:1", False)]
+    assert [(r.id, r.reason) for r in found] == [("module:0", None), ("module:1", None)]

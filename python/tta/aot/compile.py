@@ -1,29 +1,13 @@
-"""Compile a plugin's kernel specs into ``CompiledKernel``s for one (dtypes, target SM).
+"""Compile a plugin's kernel specs into ``CompiledKernel``s for one (dtypes, target SM), through
+the on-disk cache, in parallel.
 
-Backends are modules ``tta.aot.<backend>`` (``triton``, ``cutile``, ``cutedsl``) with:
-
-``compile_spec(spec, config, input_metas, output_metas, sm, max_ptx, **options) -> CompiledKernel``
-    * ``spec``: the ``KernelSpec`` (``spec.launch_fn`` is the user's launch code);
-    * ``config``: one of ``spec.config_dicts()``, passed to the launch function as keywords;
-    * ``input_metas``: ``list[TensorMeta]``; a dim that is ``None`` is dynamic (symbol
-      ``i{k}_{j}``), an int is static;
-    * ``output_metas``: ``list[TensorMeta]`` whose dims are ints or expressions over the input
-      symbols, or a callable ``meta_fn(*fake_inputs) -> fake outputs`` (a plugin's
-      ``meta_impl`` or the region body);
-    * ``sm``: target compute capability as an int (90 for H100/H200);
-    * ``max_ptx``: newest PTX ISA the target driver JIT-compiles, in Triton's spelling
-      (90 = ISA 9.0 = CUDA 13.0 driver), or None for no cap;
-    * ``options``: backend-specific extras (Triton: ``pointer_divisibility``); part of the key.
-    The result's parameters are in the QDP order (input pointers, int32 extras, output pointers);
-    it raises ``PluginError`` naming the launch function / kernel parameter when it cannot be.
-    Backends should set ``meta["sources"] = {"module:qualname": record.source_identity(kernel)}``
-    for the kernels they compiled, so cache hits are checked against the current source.
-
-``toolchain() -> dict[str, str]``
-    Versions that change the compiled bytes (compiler, assembler); part of the cache key.
-
-``compile_plugin`` / ``compile_specs`` look every (spec, config) up in the cache first, compile
-the misses in parallel and store them. Threads or processes: see ``_POOL`` below.
+``compile_specs`` keys every (spec, config) on everything that decides the compiled bytes (see
+``task_key``), looks it up in the cache, compiles the misses with ``driver.compile_spec`` and
+stores them. The key covers the source of the launch function, of its module, and of every
+kernel and function it reaches, so an edited kernel is a miss. What a cache entry says about
+the code it came from is never used to import or run anything: the caller's objects decide.
+``compile_plugin`` and ``compile_kernels`` are the plugin- and rewrite-level entry points.
+Threads or processes: see ``_POOL`` below.
 """
 
 from __future__ import annotations
@@ -31,21 +15,19 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import hashlib
-import importlib
-import inspect
 import multiprocessing
 import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..cache import Cache, digest
 from ..errors import PluginError
+from ..identity import qualified_name, reachable_code, source_digest
 from .base import CompiledKernel
-from .record import TensorMeta, launch_name, source_identity
-
-BACKENDS = ("triton", "cutile", "cutedsl")
+from .driver import backend, compile_spec
+from .session import TensorType
 
 # Parallelism. Triton's compile is mostly Python and MLIR passes that keep the GIL, plus a
 # ptxas subprocess, so threads gain little; a forked process pool scales (18 example compiles:
@@ -57,21 +39,12 @@ _POOL = os.environ.get("TTA_COMPILE_POOL", "process")  # "process" | "thread" | 
 _PROGRESS_MIN = 4  # show progress on stderr from this many compiles on
 
 
-def backend_module(name: str):
-    if name not in BACKENDS:
-        raise PluginError(f"unknown kernel backend {name!r} (expected one of {BACKENDS})")
-    try:
-        return importlib.import_module(f"tta.aot.{name}")
-    except ImportError as e:
-        raise PluginError(f"the {name} AOT backend is not available: {e}") from e
-
-
 @dataclass
 class Task:
     spec: Any
     config: dict
-    input_metas: list[TensorMeta]
-    output_metas: Any  # list[TensorMeta] | Callable
+    input_metas: list[TensorType]
+    output_metas: Any  # list[TensorType] | Callable
     sm: int
     max_ptx: int | None
     options: dict
@@ -81,7 +54,7 @@ class Task:
     def label(self) -> str:
         cfg = ",".join(f"{k}={v}" for k, v in self.config.items())
         dt = "/".join(m.dtype for m in self.input_metas)
-        return f"{self.spec.backend} {launch_name(self.spec.launch_fn)} [{cfg}] {dt} sm_{self.sm}"
+        return f"{self.spec.backend} {qualified_name(self.spec.launch_fn)} [{cfg}] {dt} sm_{self.sm}"
 
 
 _file_digests: dict[tuple, str] = {}
@@ -104,44 +77,9 @@ def _module_file_digest(obj: Any) -> str | None:
         return None
 
 
-def _referenced(fn: Callable) -> dict[str, str]:
-    """Source identities of the kernels a launch function names (globals and closure): editing
-    a kernel changes the key even when the launch function's own text does not change."""
-    out = {}
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return out
-    names: set[str] = set()
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        names.update(c.co_names)
-        stack.extend(k for k in c.co_consts if inspect.iscode(k))
-    scope = dict(getattr(fn, "__globals__", {}))
-    if fn.__closure__:
-        scope.update({n: cell.cell_contents for n, cell in zip(code.co_freevars, fn.__closure__) if _filled(cell)})
-        names.update(code.co_freevars)
-    for n in sorted(names):
-        obj = scope.get(n)
-        if obj is None or inspect.ismodule(obj) or inspect.isbuiltin(obj) or isinstance(obj, (int, float, str, bool)):
-            continue
-        ident = source_identity(obj, kernels_only=True)
-        if ident is not None:
-            out[n] = ident
-    return out
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
-
-
 def _output_key(output_metas: Any) -> Any:
     if callable(output_metas):
-        return {"fn": launch_name(output_metas), "src": source_identity(output_metas)}
+        return {"fn": qualified_name(output_metas), "src": source_digest(output_metas)}
     return [m.key() for m in output_metas]
 
 
@@ -154,9 +92,9 @@ def task_key(task: Task, toolchain: dict) -> str:
             "what": "tta compiled kernel",
             "backend": spec.backend,
             "launch": spec.identity,
-            "launch_src": source_identity(spec.launch_fn),
+            "launch_src": source_digest(spec.launch_fn),
             "launch_module": _module_file_digest(spec.launch_fn),
-            "kernels": _referenced(spec.launch_fn),
+            "kernels": reachable_code(spec.launch_fn),
             "config": sorted(task.config.items()),
             "inputs": [m.key() for m in task.input_metas],
             "outputs": _output_key(task.output_metas),
@@ -180,24 +118,8 @@ def _tta_version() -> str:
         return "0"
 
 
-def _sources_current(kernel: CompiledKernel) -> bool:
-    """A cached kernel's recorded kernel sources still match the code in this process."""
-    for ref, ident in (kernel.meta.get("sources") or {}).items():
-        module, _, qualname = ref.partition(":")
-        try:
-            obj = importlib.import_module(module)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-        except Exception:
-            return False
-        if source_identity(obj) != ident:
-            return False
-    return True
-
-
 def _compile_one(task: Task) -> CompiledKernel:
-    mod = backend_module(task.spec.backend)
-    return mod.compile_spec(task.spec, task.config, task.input_metas, task.output_metas, task.sm, task.max_ptx, **task.options)
+    return compile_spec(task.spec, task.config, task.input_metas, task.output_metas, task.sm, task.max_ptx, **task.options)
 
 
 # Forked workers read their tasks from here (inherited memory), so nothing but an index is
@@ -277,7 +199,7 @@ def run_tasks(tasks: Sequence[Task], jobs: int | None = None, pool: str | None =
 
 def compile_specs(
     specs: Sequence[Any],
-    input_metas: Sequence[TensorMeta],
+    input_metas: Sequence[TensorType],
     output_metas: Any,
     sm: int = 90,
     max_ptx: int | None = 90,
@@ -304,14 +226,12 @@ def compile_specs(
             misses.append(i)
             continue
         if t.spec.backend not in toolchains:
-            toolchains[t.spec.backend] = backend_module(t.spec.backend).toolchain()
+            toolchains[t.spec.backend] = backend(t.spec.backend).toolchain()
         t.key = task_key(t, toolchains[t.spec.backend])
         payload = cache.get(t.key)
         if payload is not None:
-            k = CompiledKernel.from_json(payload["kernel"])
-            if _sources_current(k):
-                results[i] = k
-                continue
+            results[i] = CompiledKernel.from_json(payload["kernel"])
+            continue
         misses.append(i)
     compiled = run_tasks([tasks[i] for i in misses], jobs=jobs, pool=pool, progress=progress)
     for i, k in zip(misses, compiled):
@@ -323,7 +243,7 @@ def compile_specs(
 
 def compile_plugin(
     plugin: Any,
-    input_metas: Sequence[TensorMeta],
+    input_metas: Sequence[TensorType],
     output_metas: Any = None,
     sm: int = 90,
     max_ptx: int | None = 90,
@@ -340,3 +260,24 @@ def compile_plugin(
     if not plugin.kernels:
         raise PluginError(f"{plugin.name}: the plugin has no kernels to compile")
     return compile_specs(plugin.kernels, input_metas, out, sm=sm, max_ptx=max_ptx, **kw)
+
+
+def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, **options: Any) -> dict[str, list[CompiledKernel]]:
+    """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled
+    ahead of time for the region's signature: one ``CompiledKernel`` per (kernel spec, config);
+    dims that are symbolic in the graph stay dynamic. Returns op name -> kernels (ops whose
+    plugin has no kernels are left out)."""
+    from .. import ops
+    from ..plugin import lookup
+
+    out: dict[str, list[CompiledKernel]] = {}
+    for r in regions:
+        plugin = lookup(r.impl)
+        if r.op is None or r.op in out or plugin is None or not plugin.kernels:
+            continue
+        if not all(p.is_tensor for p in r.inputs):
+            raise PluginError(f"{r.op}: a kernel plugin takes tensors only; region {r.id} also reads integers")
+        metas = [TensorType.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in r.inputs]
+        outputs = plugin.meta_impl or ops.body_of(r.op)
+        out[r.op] = compile_plugin(plugin, metas, outputs, sm=sm, max_ptx=max_ptx, **options)
+    return out

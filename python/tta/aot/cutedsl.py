@@ -26,7 +26,7 @@ launch is hooked while ``cute.compile`` runs) and turns it into shape expression
 parameters must be ``cute.Pointer`` or 32-bit ints; ``cute.Tensor`` parameters are refused.
 
 Artifact: the kernel's PTX with its ``.entry`` parameters permuted into QDP order (Rust,
-``tta._core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
+``tta.core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
 CUDA 13.0 driver JIT-compiles; when the ISA is newer than ``max_ptx`` (the cu13 flavour emits
 9.4), the permuted PTX is assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
 for AOT plugins; CUBIN acceptance is unverified).
@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import tempfile
 import threading
 import typing
@@ -46,13 +45,14 @@ from typing import Any, Callable
 
 import torch
 
-from .. import _core
+from .. import core, dtypes
 from ..errors import PluginError
 from . import cuda_tools, ptxabi
-from .base import CompiledKernel
-from .cutile import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from .cutedsl_ir import LaunchHook, dynamic_smem_from_host_ir
-from .record import Session, constant_int, dtype_name, launch_name, patched, source_identity
+from .cutile import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
+from .driver import Artifact, Backend
+from .record import patched
+from .session import Session, check_each_port_once, constant_int
 
 # Recording addresses: port slot s is at _BASE + (s << 32) (aligned for any assumed_align).
 _BASE = 0x7A7A << 48
@@ -209,13 +209,10 @@ def _port_of(ptr, session: Session, name: str, here: str) -> tuple[str, int]:
 def _cutlass_dtype(dtype: torch.dtype):
     import cutlass
 
-    names = {"float32": "Float32", "float16": "Float16", "bfloat16": "BFloat16", "float64": "Float64", "int8": "Int8",
-             "uint8": "Uint8", "int16": "Int16", "int32": "Int32", "int64": "Int64", "bool": "Boolean",
-             "float8_e4m3fn": "Float8E4M3FN", "float8_e5m2": "Float8E5M2"}
-    return getattr(cutlass, names[dtype_name(dtype)])
+    return getattr(cutlass, dtypes.entry(dtype).cutlass)
 
 
-def analyze(call: CuteCall, session: Session, where: str) -> CutePlan:
+def plan_launch(call: CuteCall, session: Session, where: str) -> CutePlan:
     import cutlass
     from cuda.bindings.driver import CUstream
     from cutlass.cute.runtime import _Pointer
@@ -231,12 +228,7 @@ def analyze(call: CuteCall, session: Session, where: str) -> CutePlan:
     host = []
     for name, v in bound.arguments.items():
         if _is_constexpr(sig.parameters[name].annotation):
-            if isinstance(v, torch.SymInt) and constant_int(v) is None:
-                raise PluginError(
-                    f"{here}: Constexpr parameter {name!r} gets {session.expr(v)}, which depends on input shapes; a "
-                    "Constexpr is compiled in, so it must come from the config (one kernel serves every shape)"
-                )
-            host.append(HostArg(name, "constexpr", constant_int(v) if isinstance(v, torch.SymInt) else v))
+            host.append(HostArg(name, "constexpr", session.constant(v, name, here, "Constexpr")))
         elif isinstance(v, _Pointer):
             host.append(HostArg(name, "pointer", v, port=_port_of(v, session, name, here)))
         elif isinstance(v, torch.Tensor):
@@ -262,7 +254,7 @@ def analyze(call: CuteCall, session: Session, where: str) -> CutePlan:
     return CutePlan(
         fn=call.fn,
         host=host,
-        **session.ports(),
+        **session.port_types(),
     )
 
 
@@ -273,8 +265,7 @@ def _isa_option(max_ptx: int | str | None) -> int | None:
     """Triton's spelling of a PTX ISA (90 = 9.0); "9.0" is accepted too."""
     if max_ptx is None or isinstance(max_ptx, int):
         return max_ptx
-    major, minor = str(max_ptx).split(".")
-    return int(major) * 10 + int(minor)
+    return ptxabi.isa_option(str(max_ptx))
 
 
 def toolchain() -> dict[str, str]:
@@ -289,7 +280,7 @@ def toolchain() -> dict[str, str]:
     return info
 
 
-def compile_plan(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, where: str) -> CompiledKernel:
+def build(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, where: str) -> Artifact:
     """``cute.compile`` for ``sm`` (no GPU needed) with the kernel launch hooked, then the QDP ABI
     rewrite of the kernel's PTX (or a CUBIN when the PTX is newer than ``max_ptx``)."""
     import cutlass.cute as cute
@@ -314,100 +305,58 @@ def compile_plan(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tup
     return _to_qdp(plan, launch, ptx, shared_mem, sm, _isa_option(max_ptx), config, here)
 
 
-def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx: int | None, config: tuple, here: str) -> CompiledKernel:
-    module = ptxabi.parse(ptx)
-    entries = [e for e in module["entries"] if e["visible"]]
+def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx: int | None, config: tuple, here: str) -> Artifact:
+    module = core.ptx_parse(ptx)
+    entries = [e for e in module.entries if e.visible]
     if len(entries) != 1:
-        raise PluginError(f"{here}: expected one kernel in the PTX, found {[e['name'] for e in entries]}")
+        raise PluginError(f"{here}: expected one kernel in the PTX, found {[e.name for e in entries]}")
     entry = entries[0]
     params = launch.params  # the kernel's runtime params in declaration order: (role, index)
-    for kind, ports in (("input", plan.input_dtypes), ("output", plan.output_dtypes)):
-        for k in range(len(ports)):
-            uses = [i for i, p in enumerate(params) if p == (kind, k)]
-            if len(uses) != 1:
-                raise PluginError(
-                    f"{here}: the kernel takes {kind} {k} {len(uses)} times; TensorRT passes a pointer for every input "
-                    "and output, so the kernel must take each of them exactly once"
-                )
-    rank = {"input": 0, "extra": 1, "output": 2}
-    order = sorted(range(len(params)), key=lambda i: (rank[params[i][0]], params[i][1]))
-    slots = (len(plan.input_dtypes), len(launch.extras), len(plan.output_dtypes))
-    reqntid = entry.get("reqntid")
+    check_each_port_once(params, len(plan.input_dtypes), len(plan.output_dtypes), here)
+    slots = ptxabi.slots_of(params)
+    reqntid = entry.reqntid
     if reqntid and tuple(reqntid) + (1,) * (3 - len(reqntid)) != tuple(launch.block):
         raise PluginError(f"{here}: the launch's block {launch.block} differs from the kernel's .reqntid {reqntid}")
-    version = module["version"]
-    fits = max_ptx is None or _isa_option(version) <= max_ptx
+    version = module.version
+    fits = max_ptx is None or ptxabi.isa_option(version) <= max_ptx
     # The kernel's declared parameters are checked against the traced ones (count and kinds) here.
-    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry["name"], user_params=len(params), permutation=order, slots=slots,
+    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, user_params=len(params), permutation=ptxabi.qdp_order(params), slots=slots,
                                max_ptx=max_ptx if fits else None, where=here)
     if fits:
         code, code_format = qdp.encode(), "ptx"
     else:
         code, code_format = cuda_tools.assemble(qdp, sm), "cubin"
-        sizes = [p["size"] for p in sorted(json.loads(_core.ptx_cubin_params(code, entry["name"])), key=lambda p: p["ordinal"])]
-        want = [8] * slots[0] + [4] * slots[1] + [8] * slots[2]
-        if sizes != want:
-            raise PluginError(f"{here}: the assembled CUBIN lays out parameters of sizes {sizes}, but TensorRT passes {want}")
+        ptxabi.check_cubin_layout(code, entry.name, slots, f"{here} (assembled)")
     notes = [] if fits else [f"PTX ISA {version} is newer than max_ptx={max_ptx}: shipped as a CUBIN (TensorRT acceptance unverified)"]
     if shared_mem > 48 * 1024:
         notes.append(
             f"{shared_mem} bytes of dynamic shared memory need cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) before "
             "the launch; whether TensorRT sets it is unverified"
         )
-    return CompiledKernel(
-        backend="cutedsl",
-        entry=entry["name"],
+    return Artifact(
+        entry=entry.name,
         code=code,
         code_format=code_format,
         grid=launch.grid,
         block=tuple(launch.block),
         shared_mem=int(shared_mem),
         extras=tuple(launch.extras),
-        input_dtypes=plan.input_dtypes,
-        output_dtypes=plan.output_dtypes,
-        output_shapes=plan.output_shapes,
-        config=tuple(config),
-        sm=sm,
         ptx_version=version,
         meta={
             "kernel": launch.kernel_name,
-            "sources": kernel_sources(plan, launch.kernel_fn),
             "host": [{"name": h.name, "kind": h.kind, "port": h.port, "expr": h.expr} for h in plan.host],
             "kernel_params": [list(p) for p in params],
-            "reqntid": reqntid,
-            "guards": plan.guards,
-            "toolchain": toolchain(),
+            "reqntid": None if reqntid is None else list(reqntid),
             "note": "; ".join(notes) or None,
         },
     )
 
 
-# -- the backend entry points ----------------------------------------------------------------
-
-
-def record(spec, config: dict, session: Session) -> CutePlan:
-    from .record import one_launch, run_launch
-
-    where = f"tta.cutedsl({launch_name(spec.launch_fn)})"
-    captured = run_launch(spec.launch_fn, config, session, functools.partial(intercept, session=session, where=where), where)
-    return analyze(one_launch(captured, where, config), session, where)
-
-
-def kernel_sources(plan: CutePlan, kernel: Callable | None = None) -> dict[str, str]:
-    """Source identities of the host function and the kernel it launched, checked again when a
-    cached entry is loaded."""
-    return {f"{f.__module__}:{f.__qualname__}": source_identity(f) for f in (plan.fn, kernel) if f is not None}
-
-
-def compile_spec(spec, config: dict, input_metas, output_metas, sm: int, max_ptx: int | None, **options) -> CompiledKernel:
-    """The backend contract of ``compile.py``."""
-    session = Session(input_metas)
-    where = f"tta.cutedsl({launch_name(spec.launch_fn)})"
-    if callable(output_metas):
-        session.outputs_from_fn(output_metas, where)
-    else:
-        session.outputs_from_metas(output_metas)
-    if options:
-        raise PluginError(f"{where}: unknown CuTeDSL compile options {sorted(options)}")
-    plan = record(spec, dict(config), session)
-    return compile_plan(plan, sm, max_ptx, tuple(sorted(config.items())), where)
+BACKEND = Backend(
+    name="cutedsl",
+    title="CuTeDSL",
+    intercept=lambda session, where: functools.partial(intercept, session=session, where=where),
+    plan=plan_launch,
+    build=build,
+    toolchain=toolchain,
+)

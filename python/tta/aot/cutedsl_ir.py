@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _core
+from .. import core
 from ..errors import PluginError
 from .record import patched
 
@@ -113,7 +113,7 @@ class Resolver:
             return str(x)
         text = self._expr(_value(x), what, 0)
         try:
-            return _core.canonical_expr(text)
+            return core.canonical_expr(text)
         except Exception as e:
             raise PluginError(f"{self.here}: {what} = {text} cannot be expressed for TensorRT: {e}") from None
 

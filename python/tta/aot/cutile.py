@@ -46,9 +46,10 @@ from typing import Any, Callable
 import torch
 
 from ..errors import PluginError
-from .base import CompiledKernel
-from .cutile_build import CUBIN_NOTE, _kernel_name, check_cubin, compile_plan, entry_source, toolchain  # noqa: F401
-from .record import Session, constant_int, launch_name, patched, source_identity
+from .cutile_build import build, kernel_name, toolchain
+from .driver import Backend
+from .record import patched
+from .session import Session, constant_int
 
 
 @dataclass
@@ -200,13 +201,13 @@ class _Extras:
         return f"e{self.exprs.index(e)}"
 
 
-def analyze(launch: CutileLaunch, session: Session, where: str) -> CutilePlan:
+def plan_launch(launch: CutileLaunch, session: Session, where: str) -> CutilePlan:
     import cuda.tile as ct
 
     kernel = launch.kernel
     if not isinstance(kernel, ct.kernel):
         raise PluginError(f"{where}: ct.launch got {kernel!r}, not a @ct.kernel function")
-    kname = _kernel_name(kernel)
+    kname = kernel_name(kernel)
     here = f"{where}: kernel {kname}"
     pyfunc = kernel._pyfunc
     try:
@@ -219,7 +220,7 @@ def analyze(launch: CutileLaunch, session: Session, where: str) -> CutilePlan:
     args: list[Arg] = []
     for name, v in bound.arguments.items():
         if "constant" in kinds[name]:
-            args.append(Arg(name, "constant", value=_constant(v, name, here, session)))
+            args.append(Arg(name, "constant", value=session.constant(v, name, here, "ct.Constant")))
         elif isinstance(v, torch.Tensor):
             args.append(_array(v, name, here, session, extras, kinds[name]))
         elif isinstance(v, (torch.SymFloat, torch.SymBool)):
@@ -233,7 +234,7 @@ def analyze(launch: CutileLaunch, session: Session, where: str) -> CutilePlan:
             args.append(Arg(name, "extra", value=extras.ref(v, session)))
         elif isinstance(v, (bool, int, float, torch.SymInt)) or v is None:
             # Does not depend on shapes: compile it in (a float could not be a runtime extra anyway).
-            args.append(Arg(name, "constant", value=_constant(v, name, here, session)))
+            args.append(Arg(name, "constant", value=session.constant(v, name, here, "ct.Constant")))
         elif isinstance(v, (list, tuple)):
             raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}; tta passes arrays and scalars only")
         else:
@@ -245,33 +246,12 @@ def analyze(launch: CutileLaunch, session: Session, where: str) -> CutilePlan:
         args=args,
         extras=extras.exprs,
         grid=grid_exprs,
-        **session.ports(),
+        **session.port_types(),
     )
 
 
-def _constant(v: Any, name: str, here: str, session: Session) -> Any:
-    if isinstance(v, torch.SymInt):
-        c = constant_int(v)
-        if c is None:
-            raise PluginError(
-                f"{here}: ct.Constant parameter {name!r} gets {session.expr(v)}, which depends on input shapes; "
-                "a constant is compiled in, so it must come from the config (one kernel serves every shape)"
-            )
-        return c
-    if isinstance(v, torch.Tensor):
-        raise PluginError(f"{here}: ct.Constant parameter {name!r} gets a tensor")
-    if isinstance(v, (torch.SymFloat, torch.SymBool)):
-        raise PluginError(f"{here}: ct.Constant parameter {name!r} gets a value computed from shapes; take it from the config")
-    return v
-
-
 def _array(t: torch.Tensor, name: str, here: str, session: Session, extras: _Extras, kinds: set[str]) -> Arg:
-    role = session.tensor_role(t)
-    if role is None:
-        raise PluginError(
-            f"{here}: parameter {name!r} gets a tensor that is neither an input nor an output of the plugin "
-            "(allocated in the launch function?); TensorRT AOT plugins get no scratch memory"
-        )
+    role = session.role_of(t, name, here)
     port = (session.inputs if role[0] == "input" else session.outputs)[role[1]]
     if t.dtype != port.dtype:
         raise PluginError(f"{here}: parameter {name!r} views {role[0]} {role[1]} ({port.dtype}) as {t.dtype}; pass it unchanged")
@@ -285,35 +265,12 @@ def _array(t: torch.Tensor, name: str, here: str, session: Session, extras: _Ext
     return Arg(name, "array", port=role, shape=dims, strides=strides)
 
 
-# -- the backend entry points ----------------------------------------------------------------
-
-
-def record(spec, config: dict, session: Session) -> CutilePlan:
-    from .record import one_launch, run_launch
-
-    where = f"tta.cutile({launch_name(spec.launch_fn)})"
-    captured = run_launch(spec.launch_fn, config, session, intercept, where)
-    return analyze(one_launch(captured, where, config), session, where)
-
-
-def kernel_sources(plan: CutilePlan) -> dict[str, str]:
-    """Source identity of the user's kernel, checked again when a cached entry is loaded."""
-    fn = plan.kernel._pyfunc
-    return {f"{fn.__module__}:{fn.__qualname__}": source_identity(plan.kernel)}
-
-
-def compile_spec(spec, config: dict, input_metas, output_metas, sm: int, max_ptx: int | None, **options) -> CompiledKernel:
-    """The backend contract of ``compile.py``. ``max_ptx`` does not apply: the artifact is a CUBIN
-    (no driver JIT). Option: ``pointer_divisibility`` (bytes; assume 16 only if TensorRT's buffers
-    are known to be aligned, and expect TMA, which is refused)."""
-    session = Session(input_metas)
-    where = f"tta.cutile({launch_name(spec.launch_fn)})"
-    if callable(output_metas):
-        session.outputs_from_fn(output_metas, where)
-    else:
-        session.outputs_from_metas(output_metas)
-    unknown = set(options) - {"pointer_divisibility"}
-    if unknown:
-        raise PluginError(f"{where}: unknown cuTile compile options {sorted(unknown)}")
-    plan = record(spec, dict(config), session)
-    return compile_plan(plan, sm, tuple(sorted(config.items())), where, **options)
+BACKEND = Backend(
+    name="cutile",
+    title="cuTile",
+    intercept=lambda session, where: intercept,
+    plan=plan_launch,
+    build=build,
+    toolchain=toolchain,
+    options=frozenset({"pointer_divisibility"}),
+)

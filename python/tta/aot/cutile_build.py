@@ -27,11 +27,11 @@ from typing import Any
 
 import torch
 
-from .. import _core
-from ..errors import PluginError
+from .. import core
+from ..core import PtxEntry, QdpSlots
+from ..errors import GraphError, PluginError
 from . import cuda_tools, ptxabi
-from .base import CompiledKernel
-from .record import source_identity
+from .driver import Artifact
 
 _CUTILE_DTYPES = {
     "float32": "float32",
@@ -54,7 +54,7 @@ CUBIN_NOTE = (
 )
 
 
-def _kernel_name(kernel) -> str:
+def kernel_name(kernel) -> str:
     fn = getattr(kernel, "_pyfunc", kernel)
     return getattr(fn, "__qualname__", getattr(fn, "__name__", repr(kernel)))
 
@@ -146,7 +146,7 @@ def _signature(plan, symbol: str, pointer_divisibility: int | None, here: str):
 
 
 def _symbol(plan, sm: int, config: tuple) -> str:
-    base = re.sub(r"\W", "_", _kernel_name(plan.kernel))
+    base = re.sub(r"\W", "_", kernel_name(plan.kernel))
     digest = hashlib.sha256(
         json.dumps([base, [a.__dict__ for a in plan.args], plan.extras, plan.input_dtypes, plan.output_dtypes, sm, config], default=repr).encode()
     ).hexdigest()[:8]
@@ -171,12 +171,14 @@ def _bytecode_version(tileiras_version: str) -> str:
     return min(tileiras_version, cap, key=as_tuple)
 
 
-def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility: int | None = None) -> CompiledKernel:
+def build(plan, sm: int, max_ptx: int | None, config: tuple, where: str, pointer_divisibility: int | None = None) -> Artifact:
     """Export the entry kernel as Tile IR bytecode, compile it with tileiras for ``sm`` (no GPU
-    needed) and check the CUBIN's parameters against the QDP launch."""
+    needed) and check the CUBIN's parameters against the QDP launch. ``max_ptx`` does not
+    apply: the artifact is a CUBIN (no driver JIT). ``pointer_divisibility`` (bytes): assume
+    16 only if TensorRT's buffers are known to be aligned, and expect TMA, which is refused."""
     from cuda.tile.compilation import export_kernel
 
-    kname = _kernel_name(plan.kernel)
+    kname = kernel_name(plan.kernel)
     here = f"{where}: kernel {kname}"
     symbol = _symbol(plan, sm, config)
     entry, source = _entry_kernel(plan, symbol)
@@ -199,8 +201,7 @@ def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility:
     opt = plan.kernel._compiler_options.opt_level_for_target(f"sm_{sm}")
     cubin = cuda_tools.run_tileiras(tool, buf.getvalue(), sm, opt)
     ptx, entry_info = check_cubin(cubin, symbol, len(plan.input_dtypes), len(plan.extras), len(plan.output_dtypes), here)
-    return CompiledKernel(
-        backend="cutile",
+    return Artifact(
         entry=symbol,
         code=cubin,
         code_format="cubin",
@@ -208,56 +209,46 @@ def compile_plan(plan, sm: int, config: tuple, where: str, pointer_divisibility:
         block=(1, 1, 1),
         shared_mem=0,
         extras=tuple(plan.extras),
-        input_dtypes=plan.input_dtypes,
-        output_dtypes=plan.output_dtypes,
-        output_shapes=plan.output_shapes,
-        config=tuple(config),
-        sm=sm,
-        ptx_version=ptxabi.parse(ptx)["version"],
+        ptx_version=core.ptx_parse(ptx).version,
         meta={
             "kernel": kname,
             "entry_source": source,
-            "reqntid": entry_info.get("reqntid"),
-            "language": entry_info.get("language"),
+            "reqntid": None if entry_info.reqntid is None else list(entry_info.reqntid),
+            "language": entry_info.language,
             "params": [{"name": a.name, "kind": a.kind, "port": a.port, "shape": a.shape, "strides": a.strides, "value": _jsonable(a.value)} for a in plan.args],
-            "guards": plan.guards,
             "pointer_divisibility": pointer_divisibility,
             "toolchain": {"cuda-tile": _cutile_version(), "tileiras": cuda_tools.tool_version(tool), "bytecode": version},
             "note": CUBIN_NOTE,
-            "sources": {f"{plan.kernel._pyfunc.__module__}:{plan.kernel._pyfunc.__qualname__}": source_identity(plan.kernel)},
         },
     )
 
 
-def check_cubin(cubin: bytes, symbol: str, n_in: int, n_extra: int, n_out: int, here: str) -> tuple[str, dict]:
+def check_cubin(cubin: bytes, symbol: str, n_in: int, n_extra: int, n_out: int, here: str) -> tuple[str, PtxEntry]:
     """The CUBIN's kernel must take exactly TensorRT's arguments: no hidden parameters (TMA
     descriptors), no clusters, and pointer/int32 slots in QDP order, both in the PTX tileiras
     generated (embedded in the CUBIN) and in the parameter layout ptxas recorded."""
     try:
-        ptx = _core.ptx_from_cubin(cubin)
-        laid_out = json.loads(_core.ptx_cubin_params(cubin, symbol))
-    except _core.CoreError as e:
-        raise PluginError(f"{here}: cannot read the kernel's parameters from the CUBIN: {e.args[1]}") from e
-    entry = next((e for e in ptxabi.parse(ptx)["entries"] if e["name"] == symbol), None)
+        ptx = core.ptx_from_cubin(cubin)
+    except GraphError as e:
+        raise PluginError(f"{here}: cannot read the kernel's parameters from the CUBIN: {e}") from e
+    entry = next((e for e in core.ptx_parse(ptx).entries if e.name == symbol), None)
     if entry is None:
         raise PluginError(f"{here}: the CUBIN has no entry {symbol!r}")
-    hidden = [p for p in entry["params"] if p["hidden"]]
+    hidden = [p for p in entry.params if p.hidden]
     if hidden:
-        kinds = ", ".join(f"{p['ty']}[{p['array_len']}]" for p in hidden)
+        kinds = ", ".join(f"{p.ty}[{p.array_len}]" for p in hidden)
         raise PluginError(
             f"{here}: tileiras gave the kernel {len(hidden)} hidden parameter(s) ({kinds}: TMA tensor-map "
             "descriptors), which TensorRT's AOT launch does not pass; use ct.load/ct.store(..., allow_tma=False) or "
             "do not assume 16-byte aligned pointers (pointer_divisibility)"
         )
-    clusters = [d for d in entry["directives"] if d in (".reqnctapercluster", ".blocksareclusters", ".explicitcluster")]
+    clusters = [d for d in entry.directives if d in (".reqnctapercluster", ".blocksareclusters", ".explicitcluster")]
     if clusters:
         raise PluginError(f"{here}: the kernel runs in clusters ({', '.join(clusters)}); the TensorRT AOT launch has none (num_ctas=1)")
     n = n_in + n_extra + n_out
-    ptxabi.to_qdp_abi(ptx, entry=symbol, user_params=n, permutation=range(n), slots=(n_in, n_extra, n_out), where=here)
-    sizes = [p["size"] for p in sorted(laid_out, key=lambda p: p["ordinal"])]
-    want = [8] * n_in + [4] * n_extra + [8] * n_out
-    if sizes != want:
-        raise PluginError(f"{here}: the CUBIN lays out parameters of sizes {sizes}, but TensorRT passes {want}")
+    slots = QdpSlots(n_in, n_extra, n_out)
+    ptxabi.to_qdp_abi(ptx, entry=symbol, user_params=n, permutation=range(n), slots=slots, where=here)
+    ptxabi.check_cubin_layout(cubin, symbol, slots, here)
     return ptx, entry
 
 

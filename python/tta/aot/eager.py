@@ -7,20 +7,11 @@ DSL, scalar inputs) returns None and the caller runs the region body instead.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any, Callable, Sequence
 
 import torch
 
-from ..plugin import _BACKEND_MODULES
-
-
-def _installed(backend: str) -> bool:
-    module = _BACKEND_MODULES.get(backend)
-    try:
-        return module is not None and importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+from ..specs import installed
 
 
 def _output_shapes(plugin, inputs: Sequence[torch.Tensor], body: Callable | None) -> list[tuple[tuple[int, ...], torch.dtype]] | None:
@@ -44,7 +35,7 @@ def launch(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple
         return None  # launch functions take tensors only
     if any(t.device.type != "cuda" for t in inputs) or len({t.device for t in inputs}) != 1:
         return None
-    spec = next((s for s in plugin.kernels if _installed(s.backend)), None)
+    spec = next((s for s in plugin.kernels if installed(s.backend)), None)
     if spec is None:
         return None
     shapes = _output_shapes(plugin, inputs, body)

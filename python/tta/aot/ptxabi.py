@@ -1,13 +1,17 @@
-"""Thin Python face of the Rust PTX module (``src/lowering/ptx``): the QDP ABI rewrite and the
-PTX facts the backends and tests need. No PTX text is edited in Python."""
+"""TensorRT's AOT launch ABI (QDP) as the backends apply it: the parameter order (input
+pointers, int32 extras, output pointers), the PTX rewrite into it (done in Rust, ``src/ptx``),
+and the CUBIN layout check. No PTX text is edited in Python."""
 
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
-from .. import _core
-from ..errors import PluginError
+from .. import core
+from ..core import PtxEntry, QdpSlots
+from ..errors import GraphError, PluginError
+
+# Where each role goes in the QDP order.
+_ROLE_RANK = {"input": 0, "extra": 1, "output": 2}
 
 
 def isa_text(ptx_option: int) -> str:
@@ -15,25 +19,26 @@ def isa_text(ptx_option: int) -> str:
     return f"{ptx_option // 10}.{ptx_option % 10}"
 
 
-def parse(ptx: str) -> dict:
-    """Header and entries (``{"version", "target", "entries": [{"name", "params", "reqntid"...}]}``)."""
-    return json.loads(_core.ptx_parse(ptx))
-
-
-def entry(ptx: str, name: str) -> dict:
-    for e in parse(ptx)["entries"]:
-        if e["name"] == name:
-            return e
-    raise KeyError(name)
+def isa_option(version: str) -> int:
+    """The PTX ``.version`` spelling to Triton's: "9.0" -> 90."""
+    major, minor = version.split(".")
+    return int(major) * 10 + int(minor)
 
 
 def max_ptx_for_driver(cuda: str) -> int | None:
     """Newest ISA a CUDA driver JITs, in Triton's spelling ("13.0" -> 90)."""
-    v = _core.ptx_max_isa_for_driver(cuda)
-    if v is None:
-        return None
-    major, minor = v.split(".")
-    return int(major) * 10 + int(minor)
+    v = core.max_isa_for_driver(cuda)
+    return None if v is None else isa_option(v)
+
+
+def qdp_order(roles: Sequence[tuple[str, int]]) -> list[int]:
+    """The permutation that puts a kernel's parameters, given as (role, index) with role
+    "input", "extra" or "output", into the QDP order: new i = old order[i]."""
+    return sorted(range(len(roles)), key=lambda i: (_ROLE_RANK[roles[i][0]], roles[i][1]))
+
+
+def slots_of(roles: Sequence[tuple[str, int]]) -> QdpSlots:
+    return QdpSlots(*(sum(r == role for r, _ in roles) for role in ("input", "extra", "output")))
 
 
 def to_qdp_abi(
@@ -42,7 +47,7 @@ def to_qdp_abi(
     entry: str,
     user_params: int,
     permutation: Sequence[int],
-    slots: tuple[int, int, int],
+    slots: QdpSlots,
     scratch_sizes: Sequence[int] = (),
     max_ptx: int | None = None,
     where: str = "",
@@ -50,18 +55,28 @@ def to_qdp_abi(
     """Drop trailing scratch params (refused unless their sizes are 0), reorder the rest to
     (inputs, extras, outputs), check every slot's kind, check ``.version`` <= ``max_ptx``.
     Returns (ptx, version)."""
+    permutation = list(permutation)
     if len(permutation) != user_params:
         raise PluginError(f"{where}: parameter order has {len(permutation)} entries for {user_params} parameters")
-    spec = {
-        "entry": entry,
-        "trailing_scratch": list(scratch_sizes),
-        "order": list(permutation),
-        "slots": {"inputs": slots[0], "extras": slots[1], "outputs": slots[2]},
-    }
-    if max_ptx is not None:
-        spec["max_version"] = isa_text(max_ptx)
     try:
-        out = json.loads(_core.ptx_to_qdp_abi(ptx, json.dumps(spec)))
-    except _core.CoreError as e:
-        raise PluginError(f"{where}: the compiled PTX does not fit TensorRT's AOT launch: {e.args[1]}") from e
-    return out["ptx"], parse(out["ptx"])["version"]
+        out, _ = core.ptx_to_qdp_abi(ptx, entry, order=permutation, slots=slots, trailing_scratch=scratch_sizes,
+                                     max_version=None if max_ptx is None else isa_text(max_ptx))
+    except GraphError as e:
+        raise PluginError(f"{where}: the compiled PTX does not fit TensorRT's AOT launch: {e}") from e
+    return out, core.ptx_parse(out).version
+
+
+def check_cubin_layout(cubin: bytes, entry: str, slots: QdpSlots, where: str) -> None:
+    """The parameter layout ptxas recorded in a CUBIN must be TensorRT's: 8-byte pointers for
+    inputs and outputs around 4-byte int32 extras."""
+    try:
+        sizes = [p.size for p in core.cubin_params(cubin, entry)]
+    except GraphError as e:
+        raise PluginError(f"{where}: cannot read the kernel's parameters from the CUBIN: {e}") from e
+    want = [8] * slots.inputs + [4] * slots.extras + [8] * slots.outputs
+    if sizes != want:
+        raise PluginError(f"{where}: the CUBIN lays out parameters of sizes {sizes}, but TensorRT passes {want}")
+
+
+def entry_of(ptx: str, name: str) -> PtxEntry:
+    return core.ptx_parse(ptx).entry(name)

@@ -1,7 +1,7 @@
 """Triton backend: record a launch function's ``kernel[grid](...)``, compile it ahead of time for
 one SM with ``triton.compile``, and bring the PTX to the TensorRT QDP ABI.
 
-What each kernel argument becomes (``analyze``):
+What each kernel argument becomes (``plan_launch``):
 
 =========================================  =================================================
 argument                                   role
@@ -33,26 +33,12 @@ from typing import Any, Callable
 
 import torch
 
+from .. import dtypes
 from ..errors import PluginError
-from .base import CompiledKernel
-from .record import Session, constant_int, dtype_name, launch_name, patched, source_identity
-
-# torch dtype -> Triton pointer element type.
-_TRITON_TYPES = {
-    "float32": "fp32",
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "float64": "fp64",
-    "int8": "i8",
-    "uint8": "u8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "bool": "i1",
-    "float8_e4m3fn": "fp8e4nv",
-    "float8_e5m2": "fp8e5",
-}
-
+from . import ptxabi
+from .driver import Artifact, Backend
+from .record import patched
+from .session import Session, check_each_port_once, constant_int
 
 @dataclass
 class TritonLaunch:
@@ -168,11 +154,8 @@ class TritonPlan:
     def runtime_params(self) -> list[Param]:
         return [p for p in self.params if p.role != "constexpr"]
 
-    def qdp_permutation(self) -> list[int]:
-        """``perm[i]`` = index (among the kernel's runtime params) of QDP slot ``i``."""
-        rt = self.runtime_params()
-        order = {"input": 0, "extra": 1, "output": 2}
-        return sorted(range(len(rt)), key=lambda i: (order[rt[i].role], rt[i].index))
+    def runtime_roles(self) -> list[tuple[str, int]]:
+        return [(p.role, p.index) for p in self.runtime_params()]
 
 
 def _option_names() -> set[str]:
@@ -186,7 +169,7 @@ def _kernel_name(kernel) -> str:
     return getattr(fn, "__qualname__", getattr(fn, "__name__", repr(kernel)))
 
 
-def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
+def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
     """Roles of every argument, the extras, the grid and the compile options of one launch."""
     kernel = launch.kernel
     kname = _kernel_name(kernel)
@@ -207,30 +190,18 @@ def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
     constexprs: dict[str, Any] = {}
     extras: list[str] = []
     baked: dict[str, Any] = {}
-    seen_ports: dict[tuple[str, int], str] = {}
     for kp in kernel.params:
         name = kp.name
         v = values[name]
         if kp.is_constexpr:
-            c = _constexpr_value(v, name, here, session)
+            c = session.constant(v, name, here, "constexpr")
             constexprs[name] = c
             signature[name] = "constexpr"
             params.append(Param(name, "constexpr", value=c))
             continue
         if isinstance(v, torch.Tensor):
-            role = session.tensor_role(v)
-            if role is None:
-                raise PluginError(
-                    f"{here}: parameter {name!r} gets a tensor that is neither an input nor an output of the plugin "
-                    "(allocated in the launch function?); TensorRT AOT plugins get no scratch memory"
-                )
-            if role in seen_ports:
-                raise PluginError(
-                    f"{here}: {role[0]} {role[1]} is passed twice (parameters {seen_ports[role]!r} and {name!r}); "
-                    "TensorRT passes each buffer once"
-                )
-            seen_ports[role] = name
-            signature[name] = "*" + _TRITON_TYPES[dtype_name(v.dtype)]
+            role = session.role_of(v, name, here)
+            signature[name] = "*" + dtypes.entry(v.dtype).triton
             params.append(Param(name, role[0], role[1]))
             continue
         if isinstance(v, float):
@@ -261,13 +232,7 @@ def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
             )
         raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which a TensorRT AOT kernel cannot take")
 
-    for kind, ports in (("input", session.inputs), ("output", session.outputs)):
-        for k in range(len(ports)):
-            if (kind, k) not in seen_ports:
-                raise PluginError(
-                    f"{here}: {kind} {k} is not passed to the kernel; TensorRT passes a pointer for every input and "
-                    "output, so the kernel must take each of them once"
-                )
+    check_each_port_once([(p.role, p.index) for p in params], len(session.inputs), len(session.outputs), here)
 
     grid_exprs = session.grid(launch.grid(dict(values)) if callable(launch.grid) else launch.grid, here)
 
@@ -279,25 +244,9 @@ def analyze(launch: TritonLaunch, session: Session, where: str) -> TritonPlan:
         extras=extras,
         grid=grid_exprs,
         options=options,
-        **session.ports(),
+        **session.port_types(),
         baked=baked,
     )
-
-
-def _constexpr_value(v: Any, name: str, here: str, session: Session) -> Any:
-    if isinstance(v, torch.SymInt):
-        c = constant_int(v)
-        if c is None:
-            raise PluginError(
-                f"{here}: constexpr parameter {name!r} gets {session.expr(v)}, which depends on input shapes; "
-                "a constexpr is compiled in, so it must come from the config (one kernel serves every shape)"
-            )
-        return c
-    if isinstance(v, torch.SymFloat) or isinstance(v, torch.SymBool):
-        raise PluginError(f"{here}: constexpr parameter {name!r} gets a value computed from shapes; take it from the config")
-    if isinstance(v, torch.Tensor):
-        raise PluginError(f"{here}: constexpr parameter {name!r} gets a tensor")
-    return v
 
 
 # -- compilation -----------------------------------------------------------------------------
@@ -345,14 +294,14 @@ def toolchain() -> dict[str, str]:
     return info
 
 
-def compile_plan(
+def build(
     plan: TritonPlan,
     sm: int,
     max_ptx: int | None,
     config: tuple,
     where: str,
     pointer_divisibility: int | None = None,
-) -> CompiledKernel:
+) -> Artifact:
     """``triton.compile`` for ``sm`` (no GPU needed), then the QDP ABI rewrite of the PTX."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -379,25 +328,18 @@ def compile_plan(
     md = compiled.metadata
     _check_launchable(md, f"{where}: kernel {kname}")
     ptx = compiled.asm["ptx"]
-    rt = plan.runtime_params()
-    from .ptxabi import to_qdp_abi
-
-    abi_ptx, version = to_qdp_abi(
+    roles = plan.runtime_roles()
+    abi_ptx, version = ptxabi.to_qdp_abi(
         ptx,
         entry=md.name,
-        user_params=len(rt),
-        permutation=plan.qdp_permutation(),
-        slots=(
-            sum(p.role == "input" for p in rt),
-            sum(p.role == "extra" for p in rt),
-            sum(p.role == "output" for p in rt),
-        ),
+        user_params=len(roles),
+        permutation=ptxabi.qdp_order(roles),
+        slots=ptxabi.slots_of(roles),
         scratch_sizes=(getattr(md, "global_scratch_size", 0) or 0, getattr(md, "profile_scratch_size", 0) or 0),
         max_ptx=max_ptx,
         where=f"{where}: kernel {kname}",
     )
-    return CompiledKernel(
-        backend="triton",
+    return Artifact(
         entry=md.name,
         code=abi_ptx.encode(),
         code_format="ptx",
@@ -405,11 +347,6 @@ def compile_plan(
         block=(md.num_warps * 32, 1, 1),
         shared_mem=int(md.shared),
         extras=tuple(plan.extras),
-        input_dtypes=plan.input_dtypes,
-        output_dtypes=plan.output_dtypes,
-        output_shapes=plan.output_shapes,
-        config=tuple(config),
-        sm=sm,
         ptx_version=version,
         meta={
             "kernel": kname,
@@ -418,9 +355,7 @@ def compile_plan(
             "constexprs": {k: _jsonable(v) for k, v in plan.constexprs.items()},
             "baked": {k: _jsonable(v) for k, v in plan.baked.items()},
             "params": [dataclasses.asdict(p) | {"value": _jsonable(p.value)} for p in plan.params],
-            "guards": plan.guards,
             "pointer_divisibility": pointer_divisibility,
-            "toolchain": toolchain(),
         },
     )
 
@@ -449,36 +384,12 @@ def _check_launchable(md, here: str) -> None:
         raise PluginError(f"{here} needs {', '.join(problems)}, which the TensorRT AOT plugin launch cannot provide")
 
 
-# -- the backend entry point -----------------------------------------------------------------
-
-
-def record(spec, config: dict, session: Session) -> TritonPlan:
-    from .record import one_launch, run_launch
-
-    where = f"tta.triton({launch_name(spec.launch_fn)})"
-    captured = run_launch(spec.launch_fn, config, session, intercept, where)
-    return analyze(one_launch(captured, where, config), session, where)
-
-
-def kernel_sources(plan: TritonPlan) -> dict[str, str]:
-    """Source identity of what was compiled (Triton's own key covers called @jit functions),
-    checked again when a cached entry is loaded."""
-    fn = plan.kernel.fn
-    return {f"{fn.__module__}:{fn.__qualname__}": source_identity(plan.kernel)}
-
-
-def compile_spec(spec, config: dict, input_metas, output_metas, sm: int, max_ptx: int | None, **options) -> CompiledKernel:
-    """The backend contract of ``compile.py``: record, analyze, compile, rewrite."""
-    session = Session(input_metas)
-    where = f"tta.triton({launch_name(spec.launch_fn)})"
-    if callable(output_metas):
-        session.outputs_from_fn(output_metas, where)
-    else:
-        session.outputs_from_metas(output_metas)
-    plan = record(spec, dict(config), session)
-    unknown = set(options) - {"pointer_divisibility"}
-    if unknown:
-        raise PluginError(f"{where}: unknown Triton compile options {sorted(unknown)}")
-    k = compile_plan(plan, sm, max_ptx, tuple(sorted(config.items())), where, **options)
-    k.meta["sources"] = kernel_sources(plan)
-    return k
+BACKEND = Backend(
+    name="triton",
+    title="Triton",
+    intercept=lambda session, where: intercept,
+    plan=plan_launch,
+    build=build,
+    toolchain=toolchain,
+    options=frozenset({"pointer_divisibility"}),
+)

@@ -69,12 +69,12 @@ def _compile(spec, metas, meta_fn, max_ptx, cache):
 def launch_path(max_ptx: int, cache: Cache) -> dict:
     import triton
 
-    from ..aot.record import TensorMeta
+    from ..aot.session import TensorType
     from ..examples.kernels import add_relu
     from ..specs import triton as triton_spec
 
     BLOCK, warps = 1024, 4
-    k = _compile(triton_spec(add_relu.launch_add_relu, [{"BLOCK": BLOCK, "num_warps": warps}]), [TensorMeta.dynamic(torch.float16, 1)] * 2, add_relu.meta, max_ptx, cache)[0]
+    k = _compile(triton_spec(add_relu.launch_add_relu, [{"BLOCK": BLOCK, "num_warps": warps}]), [TensorType.dynamic(torch.float16, 1)] * 2, add_relu.meta, max_ptx, cache)[0]
     loaded = Loaded(k)
     try:
         same = triton.jit(add_relu.add_relu_kernel.fn, do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr", "y_ptr", "out_ptr"])
@@ -128,7 +128,7 @@ def copy_rate(nbytes: int) -> float:
 def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
     import torch.nn.functional as F
 
-    from ..aot.record import TensorMeta
+    from ..aot.session import TensorType
     from ..examples.kernels import rmsnorm as ex
     from ..specs import triton as triton_spec
 
@@ -137,7 +137,7 @@ def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
     rows = []
     copy = {}
     for dtype, N in ((torch.float16, 4096), (torch.bfloat16, 4096), (torch.float16, 4001)):
-        metas = [TensorMeta.dynamic(dtype, 2), TensorMeta.dynamic(dtype, 1)]
+        metas = [TensorType.dynamic(dtype, 2), TensorType.dynamic(dtype, 1)]
         kernels = _compile(triton_spec(ex.launch_rmsnorm, configs), metas, ex.meta, max_ptx, cache)
         x = torch.randn(M, N, device="cuda", dtype=dtype)
         w = (1 + 0.1 * torch.randn(N, device="cuda")).to(dtype)

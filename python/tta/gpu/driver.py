@@ -11,7 +11,6 @@ cuda-python moved its driver module: ``cuda.bindings.driver`` (12.6+, the only o
 from __future__ import annotations
 
 import ctypes
-import json
 from typing import Sequence
 
 import torch
@@ -47,9 +46,9 @@ def driver_version() -> str:
 
 
 def evaluate(expr: str, env: dict[str, int]) -> int:
-    from .. import _core
+    from .. import core
 
-    return int(_core.eval_expr(expr, json.dumps(env)))
+    return core.eval_expr(expr, env)
 
 
 class Loaded:

@@ -33,7 +33,7 @@ from typing import Any, Callable, List, Sequence, Tuple, Union
 
 from .. import ops
 from ..aot.base import CompiledKernel
-from ..aot.record import Session, TensorMeta
+from ..aot.session import Session, TensorType
 from ..errors import PluginError
 from . import qdp_shapes, tactics as _tactics
 
@@ -77,7 +77,7 @@ class _Entry:
     name: str  # op name (plugin name)
     plugin: Any  # tta Plugin
     output_fn: Callable  # fake outputs from fake inputs
-    input_metas: list[TensorMeta]  # of the first type combination
+    input_metas: list[TensorType]  # of the first type combination
     combos: list[tuple[tuple[str, ...], tuple[str, ...]]]  # (input dtypes, output dtypes)
     output_shapes: list[tuple[str | int, ...]]  # expressions over i{k}_{j}
     attributes: tuple[Attribute, ...]
@@ -94,8 +94,8 @@ class _Entry:
     def plugin_id(self) -> str:
         return f"{NAMESPACE}::{self.name}"
 
-    def metas_for(self, input_dtypes: Sequence[str]) -> list[TensorMeta]:
-        return [TensorMeta(d, m.shape) for d, m in zip(input_dtypes, self.input_metas)]
+    def metas_for(self, input_dtypes: Sequence[str]) -> list[TensorType]:
+        return [TensorType(d, m.shape) for d, m in zip(input_dtypes, self.input_metas)]
 
     def kernels(self, input_dtypes: Sequence[str]) -> dict[int, CompiledKernel]:
         """tactic id -> kernel for these input dtypes on the current target (compiled once,
@@ -151,7 +151,7 @@ def _check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[Attr
 def define(
     name: str,
     plugin: Any,
-    input_metas: Sequence[TensorMeta],
+    input_metas: Sequence[TensorType],
     output_fn: Callable,
     *,
     dtypes: Sequence[Sequence[str]] | None = None,
@@ -189,7 +189,7 @@ def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes) -> _Ent
     for ins in combos_in:
         if len(ins) != len(input_metas):
             raise PluginError(f"{where}: dtype combination {ins} has {len(ins)} entries for {len(input_metas)} inputs")
-        session = Session([TensorMeta(d, m.shape) for d, m in zip(ins, input_metas)])
+        session = Session([TensorType(d, m.shape) for d, m in zip(ins, input_metas)])
         session.outputs_from_fn(output_fn, where)
         metas = session.output_metas()
         outs = tuple(m.dtype for m in metas)
@@ -347,9 +347,9 @@ def register(op_name: str, *, sm: int = 90, max_ptx: int | None = 90, allow_cubi
     inputs, _outputs, plugin = sig
     if plugin is None or not plugin.kernels:
         raise PluginError(f"tta::{op_name}: its plugin has no kernels, so it cannot become a TensorRT plugin")
-    if any(p["kind"] != "tensor" for p in inputs):
+    if not all(p.is_tensor for p in inputs):
         raise PluginError(f"tta::{op_name}: a TensorRT plugin takes tensors only; this region also reads integers")
-    metas = [TensorMeta.make(p["dtype"], [int(d) if str(d).lstrip("-").isdigit() else None for d in p["shape"]]) for p in inputs]
+    metas = [TensorType.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in inputs]
     output_fn = plugin.meta_impl or ops.body_of(op_name)
     return define(op_name, plugin, metas, output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
 

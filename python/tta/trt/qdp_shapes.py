@@ -2,7 +2,7 @@
 expressions.
 
 The Rust core renders an expression in the arithmetic ``trtp.ShapeExpr`` supports
-(``_core.trtp_expr``: ``+ - * //``, ``trtp.cdiv/max/min``, never an integer on the left); this
+(``core.trtp_expr``: ``+ - * //``, ``trtp.cdiv/max/min``, never an integer on the left); this
 module evaluates that rendering over the plugin's input ``ShapeExpr``s with a tree walk over
 exactly that grammar. Integers reach ``tensorrt.plugin`` only as Python ``int``s: anything else
 (a NumPy scalar, a float) silently becomes a null expression there.
@@ -11,12 +11,11 @@ exactly that grammar. Integers reach ``tensorrt.plugin`` only as Python ``int``s
 from __future__ import annotations
 
 import ast
-import json
 import operator
 from typing import Any, Sequence
 
-from .. import _core
-from ..errors import PluginError
+from .. import core
+from ..errors import GraphError, PluginError
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
 _CALLS = ("cdiv", "max", "min")
@@ -24,7 +23,7 @@ _CALLS = ("cdiv", "max", "min")
 
 def constant_of(text: str) -> int | None:
     """The value of an expression that mentions no symbol, else None."""
-    canon = _core.canonical_expr(str(text))
+    canon = core.canonical_expr(str(text))
     try:
         return int(canon)
     except ValueError:
@@ -45,9 +44,9 @@ def to_trtp(text: str | int, scope: dict[str, Any], trtp: Any, where: str) -> An
     if value is not None:
         return value
     try:
-        rendered = _core.trtp_expr(str(text), json.dumps({}))
-    except _core.CoreError as e:
-        raise PluginError(f"{where}: {text!r} cannot be expressed in TensorRT's shape arithmetic: {e.args[-1]}") from None
+        rendered = core.trtp_expr(str(text))
+    except GraphError as e:
+        raise PluginError(f"{where}: {text!r} cannot be expressed in TensorRT's shape arithmetic: {e}") from None
     funcs = {name: getattr(trtp, name) for name in _CALLS}
 
     def walk(n: ast.AST) -> Any:

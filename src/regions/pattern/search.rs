@@ -89,7 +89,6 @@ pub(crate) struct Search<'a> {
 
 fn lit_eq(a: &Arg, b: &Arg) -> bool {
     match (a, b) {
-        (Arg::Float(x), Arg::Float(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
         (Arg::List(xs), Arg::List(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| lit_eq(x, y)),
         (Arg::Slice(xs), Arg::Slice(ys)) => xs.iter().zip(ys.iter()).all(|(x, y)| lit_eq(x, y)),
         (Arg::Opaque(_), _) | (_, Arg::Opaque(_)) | (Arg::Ref(_), _) | (_, Arg::Ref(_)) => false,

@@ -105,9 +105,9 @@ def test_several_outputs():
     import two_outputs
 
     plugin = tta.custom_plugin(kernel=tta.triton(two_outputs.launch, configs=[{"BLOCK": 256}]), meta_impl=two_outputs.meta, name="two_out")
-    from tta.aot.record import TensorMeta
+    from tta.aot.session import TensorType
 
-    pid = qdp.define("two_out", plugin, [TensorMeta.dynamic("float32", 2)], two_outputs.meta)
+    pid = qdp.define("two_out", plugin, [TensorType.dynamic("float32", 2)], two_outputs.meta)
     assert QDP_REGISTRY[pid].num_outputs == 2
     added = add_plugin_aot(trtp.op.tta.two_out(trt.ITensor("x", (-1, -1), trt.float32)))
     assert added.output_types == [trt.float32, trt.float32]
@@ -118,9 +118,9 @@ def test_several_outputs():
         assert k.extra_values([shape]) == [shape[0] * shape[1]]
         assert k.launch_values([shape])["grid_x"] == -(-shape[0] * shape[1] // 256)
     ptx = k.code.decode()
-    from tta.aot import ptxabi
+    from tta import core
 
-    params = ptxabi.entry(ptx, k.kernel_name.decode() if isinstance(k.kernel_name, bytes) else k.kernel_name)["params"]
+    params = core.ptx_parse(ptx).entry(k.kernel_name.decode() if isinstance(k.kernel_name, bytes) else k.kernel_name).params
     assert len(params) == 4  # x, n, a, b: inputs, extras, outputs
 
 
@@ -238,11 +238,11 @@ def test_region_ops_register_concurrently_and_match_compile_kernels(rewritten):
         assert pd.aot_impl_func is not None and pd.autotune_func is not None
         assert [k.code for k in qdp.tactics(op).values()] == [k.code for k in expected[op]]
         region = next(r for r in rewritten.outlined if r.op == op)
-        itensors = [trt.ITensor(p["name"], [-1 if not d.isdigit() else int(d) for d in p["shape"]], trt.float32) for p in region.inputs]
+        itensors = [trt.ITensor(p.name, [d if isinstance(d, int) else -1 for d in p.shape], trt.float32) for p in region.inputs]
         added = add_plugin_aot(getattr(trtp.op.tta, op)(*itensors))
         # The batch dim is dynamic: at three batch sizes the plugin's output shapes are the region's.
         for b in (1, 7, 64):
-            shapes = [tuple(b if not d.isdigit() else int(d) for d in p["shape"]) for p in region.inputs]
+            shapes = [tuple(d if isinstance(d, int) else b for d in p.shape) for p in region.inputs]
             assert [tuple(evaluate(e, shapes) for e in o) for o in added.output_shapes] == [(b, 16, 64)]
 
 

@@ -46,10 +46,10 @@ class Example:
 
     def input_metas(self, dtype):
         """Tensor metas of the inputs with every dim dynamic."""
-        from tta.aot.record import TensorMeta
+        from tta.aot.session import TensorType
 
         ins = self.make_inputs(self.test_shapes[0], dtype, "meta")
-        return [TensorMeta.dynamic(t.dtype, t.dim()) for t in ins]
+        return [TensorType.dynamic(t.dtype, t.dim()) for t in ins]
 
     def tolerance(self, dtype) -> tuple[float, float]:
         """(atol, rtol): about one rounding of the output dtype (kernels compute in fp32)."""

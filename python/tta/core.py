@@ -1,0 +1,393 @@
+"""The bridge to the Rust core (``tta._core``, typed in ``_core.pyi``).
+
+Every call into the extension goes through this module: it encodes arguments, decodes the
+JSON the core returns into the dataclasses below, and turns ``_core.CoreError`` into
+``GraphError``. The rest of the package never sees JSON text from Rust or a raw CoreError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+from . import _core
+from .errors import GraphError
+
+_T = TypeVar("_T")
+
+
+def _compact(doc: Any) -> str:
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False, check_circular=False)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses from here (and lists/dicts of them) as plain JSON values, unset fields left
+    out: what ``tta report --json`` prints."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if getattr(value, f.name) is not None}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def translate(exc: _core.CoreError) -> GraphError:
+    """A CoreError (args: kind, message, node, source) as the GraphError tta raises."""
+    kind, message, node, source = exc.args
+    return GraphError(message, kind=kind, node=node, source=source)
+
+
+def _calls_core(fn: Callable[..., _T]) -> Callable[..., _T]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> _T:
+        try:
+            return fn(*args, **kwargs)
+        except _core.CoreError as e:
+            raise translate(e) from None
+
+    return wrapper
+
+
+# -- graph values crossing the boundary -------------------------------------------------------
+
+def _dim(text: str) -> int | str:
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+@dataclass(frozen=True)
+class Port:
+    """A value crossing a region's boundary: a tensor (``dtype``, ``shape``) or an integer
+    (``expr``) produced outside the region. ``name`` is the node producing it."""
+
+    name: str
+    kind: str  # "tensor" | "sym_int"
+    dtype: str | None = None
+    shape: tuple[int | str, ...] = ()
+    expr: str | None = None
+    mutated: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    @staticmethod
+    def decode(d: Mapping[str, Any]) -> "Port":
+        if d["kind"] == "tensor":
+            return Port(d["name"], "tensor", dtype=d["dtype"], shape=tuple(_dim(s) for s in d["shape"]), mutated=d.get("mutated", False))
+        return Port(d["name"], d["kind"], expr=d["expr"], mutated=d.get("mutated", False))
+
+    def signature(self) -> tuple:
+        """What makes two ports interchangeable for a plugin (everything but the node name)."""
+        return (self.kind, self.dtype, self.shape, self.expr, self.mutated)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What chose a region: a ``lower_as`` annotation, a module selector or a pattern."""
+
+    kind: str  # "annotation" | "module" | "pattern"
+    selector: str | None = None  # module selectors: the type or path prefix
+    path: str | None = None  # module selectors: the module's path
+    pattern: str | None = None  # pattern selectors: the pattern's name
+
+    @staticmethod
+    def decode(d: Mapping[str, Any]) -> "Origin":
+        return Origin(d["kind"], d.get("selector"), d.get("path"), d.get("pattern"))
+
+
+@dataclass(frozen=True)
+class RegionSummary:
+    """A region between the two steps of the pass: its boundary, for running ``meta_impl``."""
+
+    id: str
+    impl: str
+    valid: bool
+    inputs: tuple[Port, ...]
+    outputs: tuple[Port, ...]
+
+
+@dataclass(frozen=True)
+class RegionMembers:
+    """A region's member nodes, and why it was refused before outlining (None when valid)."""
+
+    id: str
+    nodes: tuple[str, ...]
+    reason: str | None = None
+
+
+@dataclass
+class RegionReport:
+    """The pass's verdict on one region: the op that replaced it, or why it was refused."""
+
+    id: str
+    impl: str
+    origin: Origin
+    source: str | None
+    status: str  # "outlined" | "refused"
+    nodes: list[str]
+    inputs: list[Port]
+    outputs: list[Port]
+    reason: str | None = None
+    op: str | None = None
+    node: str | None = None
+
+    @property
+    def outlined(self) -> bool:
+        return self.status == "outlined"
+
+    @staticmethod
+    def decode(d: Mapping[str, Any]) -> "RegionReport":
+        return RegionReport(
+            id=d["id"], impl=d["impl"], origin=Origin.decode(d["origin"]), source=d.get("source"), status=d["status"],
+            nodes=list(d["nodes"]), inputs=[Port.decode(p) for p in d["inputs"]], outputs=[Port.decode(p) for p in d["outputs"]],
+            reason=d.get("reason"), op=d.get("op"), node=d.get("node"),
+        )
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One outlined region, as the fx graph replays it: insert ``node`` (a call of ``op`` on
+    ``inputs``) after ``after``, then ``getitems``; point readers of ``outputs`` at them; erase
+    ``remove``."""
+
+    region: str
+    op: str
+    node: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    getitems: tuple[str, ...]
+    mutated: tuple[int, ...]
+    after: str
+    remove: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Move:
+    """After every edit: ``node`` goes right after ``after`` (a reader sat between members)."""
+
+    node: str
+    after: str
+
+
+@dataclass(frozen=True)
+class MetaOutput:
+    """A fake output of a ``meta_impl``, as the pass checks it against the region."""
+
+    dtype: str
+    shape: tuple[int | str, ...]
+
+
+# -- the pass ---------------------------------------------------------------------------------
+
+
+class Outcome:
+    """Step 2's result: the rewritten graph, the edits that make it from the fx graph, and the
+    report. ``check_delta``/``check_matches`` confirm an edited fx graph equals it."""
+
+    def __init__(self, raw: _core.Outcome):
+        self._raw = raw
+        doc = json.loads(raw.edits_json())
+        self.edits = [Edit(e["region"], e["op"], e["node"], tuple(e["inputs"]), tuple(e["outputs"]), tuple(e["getitems"]),
+                           tuple(e["mutated"]), e["after"], tuple(e["remove"])) for e in doc["edits"]]
+        self.moves = [Move(m["node"], m["after"]) for m in doc["moves"]]
+
+    def report(self) -> list[RegionReport]:
+        return [RegionReport.decode(r) for r in json.loads(self._raw.report_json())]
+
+    def report_text(self) -> str:
+        return self._raw.report_text()
+
+    def unmatched(self) -> dict[str, str]:
+        """Pattern label -> its closest partial match, for each pattern that occurs nowhere."""
+        return {u["pattern"]: u["closest"] for u in json.loads(self._raw.unmatched_json())}
+
+    def graph_json(self) -> str:
+        return self._raw.graph_json()
+
+    def graph_text(self) -> str:
+        return self._raw.graph_text()
+
+    def timings(self) -> dict[str, float]:
+        return json.loads(self._raw.timings_json())
+
+    @_calls_core
+    def check_delta(self, delta: Mapping[str, Any]) -> None:
+        """Raise GraphError(kind="mismatch") unless ``delta`` ({"order", "nodes"}) describes
+        the rewritten graph."""
+        self._raw.check_delta(_compact(delta))
+
+    @_calls_core
+    def check_matches(self, graph_json: str) -> None:
+        """Raise GraphError(kind="mismatch") unless ``graph_json`` is the rewritten graph."""
+        self._raw.check_matches(graph_json)
+
+
+class Analysis:
+    """Step 1's result. ``outline`` consumes it."""
+
+    def __init__(self, raw: _core.Analysis):
+        self._raw = raw
+
+    @_calls_core
+    def summary(self) -> list[RegionSummary]:
+        return [
+            RegionSummary(r["id"], r["impl"], r["valid"], tuple(Port.decode(p) for p in r["inputs"]), tuple(Port.decode(p) for p in r["outputs"]))
+            for r in json.loads(self._raw.summary_json())
+        ]
+
+    @_calls_core
+    def members(self) -> list[RegionMembers]:
+        return [RegionMembers(r["id"], tuple(r["nodes"]), r.get("reason")) for r in json.loads(self._raw.members_json())]
+
+    @_calls_core
+    def outline(self, meta: Mapping[str, Sequence[MetaOutput] | str] | None = None) -> Outcome:
+        """Step 2. ``meta`` maps region ids to their ``meta_impl``'s outputs, or to the error
+        text it raised."""
+        doc = {
+            rid: {"error": v} if isinstance(v, str) else {"ok": [{"dtype": o.dtype, "shape": list(o.shape)} for o in v]}
+            for rid, v in (meta or {}).items()
+        }
+        return Outcome(self._raw.outline(_compact(doc)))
+
+
+@_calls_core
+def analyze(graph_json: str, impls: Mapping[str, Any], selectors: Mapping[str, Any] | None = None) -> Analysis:
+    """Step 1 of the pass on a graph JSON text (docs/graph-format.md): verify, collect regions
+    (annotations, and the module/pattern ``selectors`` document), validate them."""
+    sel = None if selectors is None else _compact(selectors)
+    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel))
+
+
+# -- shape expressions ------------------------------------------------------------------------
+
+
+@_calls_core
+def canonical_expr(text: str) -> str:
+    """Canonical text of a shape expression."""
+    return _core.canonical_expr(text)
+
+
+@_calls_core
+def eval_expr(text: str, env: Mapping[str, int]) -> int:
+    """The value of a shape expression for these symbol values."""
+    return int(_core.eval_expr(text, _compact(dict(env))))
+
+
+@_calls_core
+def trtp_expr(text: str, leaves: Mapping[str, str] | None = None) -> str:
+    """The expression in trtp's shape arithmetic; ``leaves`` maps symbols to Python source."""
+    return _core.trtp_expr(text, _compact(dict(leaves or {})))
+
+
+# -- PTX and CUBIN ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PtxParam:
+    name: str
+    ty: str  # ".u64", ".u32", ".b8" (byte arrays) ...
+    size: int
+    array_len: int | None = None
+    align: int | None = None
+    ptr_space: str | None = None  # ".global" for a ``.ptr.global`` pointer
+    is_ptr: bool = False
+    hidden: bool = False  # a parameter the compiler added (not in the user's signature)
+
+
+@dataclass(frozen=True)
+class PtxEntry:
+    name: str
+    visible: bool
+    params: tuple[PtxParam, ...]
+    reqntid: tuple[int, ...] | None
+    maxntid: tuple[int, ...] | None
+    language: int | None
+    directives: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PtxModule:
+    version: str
+    target: tuple[str, ...]
+    address_size: int | None
+    entries: tuple[PtxEntry, ...]
+    has_intermediate_source: bool
+
+    def entry(self, name: str) -> PtxEntry:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+
+def _entry(e: Mapping[str, Any]) -> PtxEntry:
+    params = tuple(
+        PtxParam(p["name"], p["ty"], p["size"], p.get("array_len"), p.get("align"),
+                 (p.get("ptr") or {}).get("space"), p.get("ptr") is not None, p.get("hidden", False))
+        for p in e["params"]
+    )
+    opt = lambda v: None if v is None else tuple(v)  # noqa: E731
+    return PtxEntry(e["name"], e["visible"], params, opt(e.get("reqntid")), opt(e.get("maxntid")), e.get("language"), tuple(e.get("directives", ())))
+
+
+@_calls_core
+def ptx_parse(ptx: str) -> PtxModule:
+    """Header and entries of a PTX module."""
+    d = json.loads(_core.ptx_parse(ptx))
+    return PtxModule(d["version"], tuple(d["target"]), d.get("address_size"), tuple(_entry(e) for e in d["entries"]), d.get("has_intermediate_source", False))
+
+
+@dataclass(frozen=True)
+class QdpSlots:
+    """How many parameters of each kind the QDP order has: (inputs, extras, outputs)."""
+
+    inputs: int
+    extras: int
+    outputs: int
+
+
+@_calls_core
+def ptx_to_qdp_abi(ptx: str, entry: str, *, order: Sequence[int] | None = None, slots: QdpSlots | None = None,
+                   trailing_scratch: Sequence[int] = (), max_version: str | None = None) -> tuple[str, PtxEntry]:
+    """All QDP changes at once: drop trailing scratch parameters (sizes must be 0), put the
+    parameters in ``order`` (new i = old order[i]), check each slot's kind, check ``.version``.
+    Returns the new PTX and its entry."""
+    spec: dict[str, Any] = {"entry": entry, "trailing_scratch": list(trailing_scratch)}
+    if order is not None:
+        spec["order"] = list(order)
+    if slots is not None:
+        spec["slots"] = {"inputs": slots.inputs, "extras": slots.extras, "outputs": slots.outputs}
+    if max_version is not None:
+        spec["max_version"] = max_version
+    out = json.loads(_core.ptx_to_qdp_abi(ptx, _compact(spec)))
+    return out["ptx"], _entry(out["entry"])
+
+
+@_calls_core
+def ptx_from_cubin(cubin: bytes) -> str:
+    """The PTX tileiras embedded in a cuTile CUBIN."""
+    return _core.ptx_from_cubin(cubin)
+
+
+@dataclass(frozen=True)
+class CubinParam:
+    ordinal: int
+    offset: int
+    size: int
+
+
+@_calls_core
+def cubin_params(cubin: bytes, entry: str) -> list[CubinParam]:
+    """Parameter layout of kernel ``entry`` in a CUBIN, in parameter order."""
+    params = [CubinParam(p["ordinal"], p["offset"], p["size"]) for p in json.loads(_core.ptx_cubin_params(cubin, entry))]
+    return sorted(params, key=lambda p: p.ordinal)
+
+
+@_calls_core
+def max_isa_for_driver(cuda: str) -> str | None:
+    """The newest PTX ISA a CUDA driver accepts ("13.0" -> "9.0"), None outside the table."""
+    return _core.ptx_max_isa_for_driver(cuda)
