@@ -12,6 +12,7 @@ leaves one marker node (``markers.py``), so a region that traced nothing, or lan
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import sys
@@ -28,7 +29,10 @@ TAG_PREFIX = "tta_region:"
 
 _counter = itertools.count(1)
 _active = threading.local()
-_SKIP_FILES = (contextlib.__file__, os.path.dirname(__file__))
+# Frames that are never the user's: this package, contextlib's decorator plumbing, and torch
+# (nn.Module.__call__, export's tracing), which sit between a decorated forward and its caller.
+_SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (os.path.dirname(__file__) + os.sep,)
+_SKIP_FILES = (contextlib.__file__,)
 
 
 @torch._dynamo.assume_constant_result
@@ -38,25 +42,29 @@ def _next_id() -> int:
     return next(_counter)
 
 
+def _is_user_frame(filename: str) -> bool:
+    return not (filename.startswith(_SKIP_DIRS) or filename in _SKIP_FILES)
+
+
 def _call_site() -> str | None:
-    """``file:line`` of the user's ``with`` statement or decorated call."""
+    """``file:line`` of the user's ``with`` statement."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_FILES):
+    while frame is not None and not _is_user_frame(frame.f_code.co_filename):
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
 @contextlib.contextmanager
-def _region(impl: Plugin, name: str | None, inputs: tuple):
+def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tuple = ()):
     rid = f"{name or impl.name}:{_next_id()}"
     if torch.compiler.is_dynamo_compiling():
         # Dynamo runs fx_traceback.annotate eagerly and records node meta itself. Frames and
         # thread-locals are not visible here; nesting is caught from the graph instead.
-        with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": None}}):
-            markers.mark(rid, impl.key, None, inputs)
+        with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}):
+            markers.mark(rid, impl.key, site, inputs)
             yield
         return
-    site = _call_site()
+    site = site or _call_site()
     stack = getattr(_active, "stack", None)
     if stack is None:
         stack = _active.stack = []
@@ -78,17 +86,54 @@ def _region(impl: Plugin, name: str | None, inputs: tuple):
         stack.pop()
 
 
-def lower_as(impl: Plugin, name: str | None = None, inputs=None):
+class _LowerAs:
+    """What ``lower_as`` returns: a context manager (one region per ``with``) and a decorator
+    (one region per call). A decorated function's region is located at its decorator line:
+    the frame that calls it is torch's ``nn.Module.__call__`` or an export tracer, never
+    the user's code."""
+
+    def __init__(self, impl: Plugin, name: str | None, inputs: tuple = ()):
+        self.impl, self.name, self.inputs = impl, name, inputs
+        self._cm = None
+
+    def __enter__(self):
+        if self._cm is not None:
+            raise AnnotationError("a tta.lower_as(...) object is entered once; write `with tta.lower_as(impl):` at each use")
+        self._cm = _region(self.impl, self.name, inputs=self.inputs)
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc):
+        cm, self._cm = self._cm, None
+        return cm.__exit__(*exc)
+
+    def __call__(self, fn):
+        if not callable(fn):
+            raise AnnotationError(f"@tta.lower_as(...) decorates a function, got {type(fn).__name__}")
+        code = getattr(fn, "__code__", None)
+        site = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+        impl, name = self.impl, self.name
+
+        @functools.wraps(fn)
+        def region_call(*args, **kwargs):
+            with _region(impl, name, site):
+                return fn(*args, **kwargs)
+
+        return region_call
+
+
+def lower_as(impl: Plugin, name: str | None = None, inputs=None) -> _LowerAs:
     """Mark a region to be replaced by ``impl``; a context manager and a decorator.
 
     ``impl`` is a ``tta.custom_plugin(...)``. ``name`` labels the region in reports. Every
     entry (each loop iteration, each call of a decorated function) is a distinct region.
-    ``inputs=(x, w, b)`` fixes the order of the plugin's inputs (every tensor the region reads,
-    each once); without it, activations come first and parameters, buffers and constants
-    after, each in order of first use (see docs/selectors.md).
+    ``inputs=(x, w, b)`` (``with`` form) fixes the order of the plugin's inputs: every tensor
+    the region reads, each once. Without it, activations come first and parameters, buffers
+    and constants after, each in order of first use (see docs/selectors.md).
     """
     if not isinstance(impl, Plugin):
         raise PluginError(f"lower_as(impl=...) takes a tta.custom_plugin(...), got {type(impl).__name__}")
+    if name is not None and not isinstance(name, str):
+        raise PluginError(f"lower_as(name=...) is a string that labels the region, got {type(name).__name__}")
     inputs = tuple(inputs) if inputs is not None else ()
     for k, t in enumerate(inputs):
         if not isinstance(t, torch.Tensor):
@@ -96,4 +141,4 @@ def lower_as(impl: Plugin, name: str | None = None, inputs=None):
                 f"lower_as(inputs=...) at {_call_site()} takes the tensors the region reads; "
                 f"input {k} is {type(t).__name__}"
             )
-    return _region(impl, name, inputs)
+    return _LowerAs(impl, name, inputs)
