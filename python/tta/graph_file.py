@@ -26,9 +26,9 @@ def graph_document(program, selectors=None) -> dict:
     import torch
     from torch.export import ExportedProgram
 
-    from . import graph
     from . import selectors as _selectors
     from .plugin import declarations
+    from .rewrite import graph_document as rewrite_document
 
     if isinstance(program, ExportedProgram):
         gm = program.graph_module
@@ -36,7 +36,7 @@ def graph_document(program, selectors=None) -> dict:
         gm = program
     else:
         raise TypeError(f"tta.save_graph takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
-    doc = graph.graph_to_dict(gm.graph)
+    doc = rewrite_document(program, "tta.save_graph")
     sel, keys = _selectors.encode(selectors, gm)
     out = {"graph": doc, "impls": declarations({r["impl"] for r in doc.get("regions", {}).values()} | keys)}
     if sel is not None:
@@ -57,6 +57,8 @@ def save_graph(program, path: str | os.PathLike, *, selectors=None) -> None:
 def _load(source: str):
     if source.endswith(".pt2"):
         import torch
+
+        from . import markers  # noqa: F401  (registers the op lower_as leaves in saved programs)
 
         return torch.export.load(source)
     module, sep, attr = source.partition(":")

@@ -211,16 +211,30 @@ def _weight_names(program: Any) -> frozenset[str]:
     return frozenset(s.arg.name for s in program.graph_signature.input_specs if s.kind not in user and hasattr(s.arg, "name"))
 
 
-def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
-             declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
-    """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
-    ``declared`` (from the region markers) are what the graph alone does not say."""
+def _document(g: torch.fx.Graph, weights: frozenset[str] = frozenset(),
+              declared: dict[str, dict] | None = None) -> tuple[dict, graph.Serializer]:
     serializer = graph.Serializer(weights, declared)
     doc = serializer.graph_to_dict(g)
     # A region whose `with` block traced nothing has a marker but no tagged node: declare it,
     # and the pass refuses it as empty.
     for rid, decl in (declared or {}).items():
         doc.setdefault("regions", {}).setdefault(rid, decl)
+    return doc, serializer
+
+
+def graph_document(program: Any, caller: str) -> dict:
+    """The graph JSON of ``program`` exactly as ``tta.rewrite`` hands it to the pass (region
+    markers taken out, weights and marker declarations in)."""
+    g = _copy_graph(_graph_of(program, caller))
+    found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
+    return _document(g, _weight_names(program), markers.declared(found))[0]
+
+
+def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
+             declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
+    """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
+    ``declared`` (from the region markers) are what the graph alone does not say."""
+    doc, serializer = _document(g, weights, declared)
     graph_json = graph.dumps(doc)
     selectors_doc, selector_impls = _selectors.encode(selectors, g)
     impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | selector_impls)
