@@ -28,6 +28,21 @@ def _literal(v: float) -> str:
     return repr(float(v))
 
 
+def _params(kernel: Any) -> list[tuple[str, bool]]:
+    """(name, is constexpr) of each parameter; Triton's interpreter keeps no ``params``."""
+    if hasattr(kernel, "params"):
+        return [(p.name, bool(p.is_constexpr)) for p in kernel.params]
+    import inspect
+
+    import triton.language as tl
+
+    out = []
+    for p in inspect.signature(kernel.fn).parameters.values():
+        a = p.annotation
+        out.append((p.name, a is tl.constexpr or (isinstance(a, str) and a.split(".")[-1] == "constexpr")))
+    return out
+
+
 def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str]) -> Any:
     """A ``triton.jit`` kernel with ``kernel``'s parameters minus ``floats``, calling ``kernel``
     with each float bound to its value. ``constexprs``: parameters compiled in as constants."""
@@ -39,12 +54,12 @@ def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str]) -> 
         return _made[key][1]
     name = kernel.fn.__name__
     params, args = [], []
-    for p in kernel.params:
-        if p.name in floats:
-            args.append(f"tl.full((), {_literal(floats[p.name])}, tl.float32)")
+    for pname, is_constexpr in _params(kernel):
+        if pname in floats:
+            args.append(f"tl.full((), {_literal(floats[pname])}, tl.float32)")
             continue
-        params.append(f"{p.name}: tl.constexpr" if p.is_constexpr or p.name in constexprs else p.name)
-        args.append(p.name)
+        params.append(f"{pname}: tl.constexpr" if is_constexpr or pname in constexprs else pname)
+        args.append(pname)
     src = f"def {name}({', '.join(params)}):\n    _tta_kernel({', '.join(args)})\n"
     # Triton reads the kernel's source back (inspect.getsource): register it under its own name.
     filename = f"<tta: {name} with {', '.join(f'{k}={v!r}' for k, v in sorted(floats.items()))} #{next(_counter)}>"

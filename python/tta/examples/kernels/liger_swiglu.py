@@ -25,7 +25,7 @@ def launch_liger_swiglu(a, b, c, *, BLOCK_SIZE: int = 1024, num_warps: int = 4):
     from liger_kernel.ops.swiglu import _swiglu_forward_kernel
 
     n_cols = a.shape[-1]
-    A, B, C = a.view(-1, n_cols), b.view(-1, n_cols), c.view(-1, n_cols)
+    A, B, C = (t.view(-1, t.shape[-1]) for t in (a, b, c))
     _swiglu_forward_kernel[(A.shape[0],)](A, B, C, C.stride(0), GATE, n_cols=n_cols, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
 
 
