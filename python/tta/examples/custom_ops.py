@@ -146,7 +146,7 @@ def flatten_scale(x: torch.Tensor, k: int) -> torch.Tensor:
 
 @flatten_scale.register_fake
 def _(x, k):
-    return x.new_empty(x.shape[0], x.shape[1:].numel())
+    return x.new_empty(x.shape[0], x.shape[1] * x.shape[2])
 
 
 @torch.library.triton_op(f"{NS}::tri_scale", mutates_args=())

@@ -56,6 +56,12 @@ def _arg(op_name: str, a) -> OpArg:
             f"{where} is mutated by the op ({t}(a!)); a TensorRT AOT plugin writes only its own outputs: make the "
             "op return a new tensor instead of writing its input"
         )
+    t = getattr(a, "real_type", t)  # ScalarType, Layout, MemoryFormat are ints in the JIT type
+    if str(t) in ("ScalarType", "Layout", "MemoryFormat", "Device", "Scalar"):
+        raise PluginError(
+            f"{where} has type {t}, which a TensorRT plugin attribute cannot carry (int, float, bool, str and lists of "
+            "int/float can)"
+        )
     if _kind(t) == "TensorType":
         return OpArg(a.name, "tensor", kwarg_only=a.kwarg_only)
     if _kind(t) == "OptionalType":
