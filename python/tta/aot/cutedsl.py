@@ -26,9 +26,9 @@ launch is hooked while ``cute.compile`` runs) and turns it into shape expression
 parameters must be ``cute.Pointer`` or 32-bit ints; ``cute.Tensor`` parameters are refused.
 
 Artifact: the kernel's PTX with its ``.entry`` parameters permuted into QDP order (Rust,
-``tta.core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
-CUDA 13.0 driver JIT-compiles; when the ISA is newer than ``max_ptx`` (the cu13 flavour emits
-9.4), the permuted PTX is assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
+``tta.core.ptx_to_qdp_abi``). When the PTX ISA CuTeDSL emits is newer than ``max_ptx`` (what the
+target driver JIT-compiles; docs/kernel-dsls.md lists each flavour's ISA), the permuted PTX is
+assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
 for AOT plugins; CUBIN acceptance is unverified).
 """
 
