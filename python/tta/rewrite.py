@@ -238,12 +238,10 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     elif check:
         outcome.check_delta(serializer.delta(g))
     lap("check")
-    if isinstance(program, ExportedProgram):
-        result = _with_new_graph(program, g)
-    else:
-        if outcome.edits:
-            program.graph = g  # the setter regenerates the module's code
-        result = program
+    if not isinstance(program, ExportedProgram) and outcome.edits:
+        program.graph = g  # the setter regenerates the module's code
+    lap("recompile")
+    result = _with_new_graph(program, g) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions)
