@@ -57,7 +57,7 @@ class RewriteResult:
 
     def compile_kernels(self, sm: int = 90, max_ptx: int | None = 90, **options) -> dict[str, list]:
         """Compile, ahead of time, the kernels of every outlined plugin op for its region's
-        signature (``tta.aot.compile_kernels``): op name -> ``CompiledKernel``s."""
+        signature (``tta.aot.compile.compile_kernels``): op name -> ``CompiledKernel``s."""
         from .aot.compile import compile_kernels
 
         return compile_kernels(self.outlined, sm=sm, max_ptx=max_ptx, **options)
