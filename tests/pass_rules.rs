@@ -173,3 +173,54 @@ fn rewritten_graph_round_trips_through_json() {
     let e = o.check_matches(&other).unwrap_err();
     assert!(e.message.contains("node #2 differs"), "{e}");
 }
+
+#[test]
+fn mutually_dependent_regions_are_refused_not_asserted() {
+    // A = {a1, a2}, B = {b1, b2}; a2 reads b1 and b2 reads a1: each is convex, together a cycle.
+    let relu = |name: &str, arg: &str, region: &str| call(name, "aten.relu.default", json!([{"ref": arg}]), &["4"], Some(region));
+    let add = |name: &str, x: &str, y: &str, region: &str| {
+        call(name, "aten.add.Tensor", json!([{"ref": x}, {"ref": y}]), &["4"], Some(region))
+    };
+    let g = graph_of(
+        json!([
+            ph("x", &["4"]),
+            relu("a1", "x", "A"),
+            relu("b1", "x", "B"),
+            add("a2", "a1", "b1", "A"),
+            add("b2", "b1", "a1", "B"),
+            out("o", &["a2", "b2"]),
+        ]),
+        json!({"A": {"impl": "k"}, "B": {"impl": "k"}}),
+    );
+    let o = common::run(g, impls(&[("k", "p")]), &HashMap::new());
+    assert!(o.edits.is_empty());
+    for r in &o.report {
+        assert_eq!(r.status, Status::Refused, "{r}");
+        let why = r.reason.as_deref().unwrap();
+        assert!(why.contains("depend on each other"), "{why}");
+        let other = if r.id == "A" { "region B" } else { "region A" };
+        assert!(why.contains(other), "{why}");
+    }
+    verify(&o.graph).unwrap();
+}
+
+#[test]
+fn nan_and_infinite_literals_survive_the_rewrite_check() {
+    let g = graph_of(
+        json!([
+            ph("x", &["4"]),
+            call("a", "aten.add.Tensor", json!([{"ref": "x"}, {"float": "nan"}]), &["4"], Some("r")),
+            call("b", "aten.clamp.default", json!([{"ref": "a"}, {"float": "-inf"}, {"float": "inf"}]), &["4"], None),
+            call("c", "aten.mul.Tensor", json!([{"ref": "b"}, {"float": "nan"}]), &["4"], None),
+            out("o", &["c"]),
+        ]),
+        json!({"r": {"impl": "k"}}),
+    );
+    let o = common::run(g, impls(&[("k", "p")]), &HashMap::new());
+    assert_eq!(o.edits.len(), 1);
+    // What Python sends back for check="full": the same graph, re-serialized.
+    let back = tta::graph::from_json(&tta::graph::to_json(&o.graph)).unwrap();
+    o.check_matches(&back).unwrap();
+    let text = tta::graph::to_json(&o.graph);
+    assert!(text.contains(r#"{"float":"nan"}"#) && text.contains(r#"{"float":"-inf"}"#), "{text}");
+}

@@ -201,6 +201,10 @@ class Outcome:
     def report_text(self) -> str:
         return self._raw.report_text()
 
+    def unmatched(self) -> dict[str, str]:
+        """Pattern label -> its closest partial match, for each pattern that occurs nowhere."""
+        return {u["pattern"]: u["closest"] for u in json.loads(self._raw.unmatched_json())}
+
     def graph_json(self) -> str:
         return self._raw.graph_json()
 
@@ -361,6 +365,19 @@ def ptx_to_qdp_abi(ptx: str, entry: str, *, order: Sequence[int] | None = None, 
         spec["max_version"] = max_version
     out = json.loads(_core.ptx_to_qdp_abi(ptx, _compact(spec)))
     return out["ptx"], _entry(out["entry"])
+
+
+@_calls_core
+def ptx_relabel_version(ptx: str, to: str) -> str:
+    """``.version`` lowered to ``to`` ("9.0") and ``.language`` dropped (a cuTile tile kernel
+    becomes a plain one); entries with hidden parameters are refused."""
+    return _core.ptx_relabel_version(ptx, to)
+
+
+@_calls_core
+def ptx_drop_arch_suffix(ptx: str) -> str:
+    """``.target sm_90a`` -> ``.target sm_90``; text without the suffix comes back unchanged."""
+    return _core.ptx_drop_arch_suffix(ptx)
 
 
 @_calls_core

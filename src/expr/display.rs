@@ -27,12 +27,15 @@ impl fmt::Display for Poly {
         let mut first = true;
         let mut ordered: Vec<(&Monomial, &i64)> = self.terms.iter().filter(|(m, _)| !m.is_empty()).collect();
         if let Some(c) = self.terms.get(&Monomial::new()) {
-            ordered.push((self.terms.keys().next().unwrap(), c));
+            ordered.push((self.terms.keys().next().expect("non-empty"), c));
         }
         for (m, c) in ordered {
             let body: Vec<String> =
                 m.iter().map(|(a, p)| if *p == 1 { a.to_string() } else { format!("{a}**{p}") }).collect();
-            let (sign, mag) = if *c < 0 { ("-", -c) } else { ("+", *c) };
+            // i64::MIN has no positive counterpart to print after a minus sign; it is written as
+            // the sum it is, in parentheses, so the text parses back to the same value.
+            let min = "(-9223372036854775807 - 1)";
+            let (sign, mag) = if *c < 0 && *c != i64::MIN { ("-", c.unsigned_abs()) } else { ("+", c.unsigned_abs()) };
             if first {
                 if sign == "-" {
                     f.write_str("-")?;
@@ -42,6 +45,8 @@ impl fmt::Display for Poly {
             }
             first = false;
             match (body.is_empty(), mag) {
+                (true, _) if *c == i64::MIN => f.write_str(min)?,
+                (false, _) if *c == i64::MIN => write!(f, "{min}*{}", body.join("*"))?,
                 (true, _) => write!(f, "{mag}")?,
                 (false, 1) => f.write_str(&body.join("*"))?,
                 (false, _) => write!(f, "{mag}*{}", body.join("*"))?,

@@ -1,15 +1,25 @@
 //! Tokenizer and recursive-descent parser for the integer expressions sympy prints.
+//!
+//! Nesting (parentheses, call arguments, unary signs, exponents) is limited to `MAX_NESTING`
+//! levels: deeper input is an error, never a stack overflow, on any thread (rayon workers have
+//! small stacks). Every other recursion over an expression (comparison, display, evaluation,
+//! drop) follows the parsed structure, so it is bounded by the same limit.
 
 use super::poly::{Atom, Poly};
 use super::error::ExprError;
 
+/// Deepest nesting the parser accepts (sympy prints sizes a few levels deep).
+pub const MAX_NESTING: usize = 64;
+/// Largest exponent of `**`: the degree bound, so every canonical text parses back.
+pub const MAX_EXPONENT: u32 = super::poly::MAX_DEGREE;
+
 /// Parse a sympy-printed integer expression (`s0`, `2*s0 + 1`, `(s0//2)`, `Max(1, s0)`, ...).
 pub fn parse(text: &str) -> Result<Poly, ExprError> {
     let tokens = tokenize(text)?;
-    let mut p = Parser { tokens, pos: 0 };
+    let mut p = Parser { tokens, pos: 0, depth: 0 };
     let e = p.sum()?;
     if p.pos != p.tokens.len() {
-        return Err(ExprError(format!("unexpected {:?} in {text:?}", p.tokens[p.pos])));
+        return Err(ExprError(format!("unexpected `{}` after a complete expression", p.tokens[p.pos])));
     }
     Ok(e)
 }
@@ -19,6 +29,17 @@ enum Tok {
     Int(i64),
     Ident(String),
     Op(&'static str),
+}
+
+/// As written in the expression: errors quote the user's text, not Rust's debug form.
+impl std::fmt::Display for Tok {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tok::Int(i) => write!(f, "{i}"),
+            Tok::Ident(s) => f.write_str(s),
+            Tok::Op(o) => f.write_str(o),
+        }
+    }
 }
 
 fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
@@ -34,7 +55,9 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                let v = text[start..i].parse().map_err(|_| ExprError(format!("integer too large in {text:?}")))?;
+                let v = text[start..i]
+                    .parse()
+                    .map_err(|_| ExprError(format!("integer {} does not fit in int64", &text[start..i])))?;
                 out.push(Tok::Int(v));
             }
             b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
@@ -45,10 +68,11 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                 out.push(Tok::Ident(text[start..i].to_owned()));
             }
             _ => {
-                let two = if i + 1 < b.len() { &text[i..i + 2] } else { "" };
+                // Bytes, not `str` slices: `i + 2` may fall inside a multi-byte character.
+                let two = b.get(i..i + 2).unwrap_or(&[]);
                 let op = match two {
-                    "//" => "//",
-                    "**" => "**",
+                    b"//" => "//",
+                    b"**" => "**",
                     _ => match c {
                         b'+' => "+",
                         b'-' => "-",
@@ -58,7 +82,10 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                         b'(' => "(",
                         b')' => ")",
                         b',' => ",",
-                        _ => return Err(ExprError(format!("unexpected character {:?} in {text:?}", c as char))),
+                        _ => {
+                            let ch = text[i..].chars().next().unwrap_or('?');
+                            return Err(ExprError(format!("unexpected character `{ch}`")));
+                        }
                     },
                 };
                 i += op.len();
@@ -72,6 +99,8 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
 struct Parser {
     tokens: Vec<Tok>,
     pos: usize,
+    /// Current nesting, checked against `MAX_NESTING` in `nested`.
+    depth: usize,
 }
 
 impl Parser {
@@ -87,8 +116,19 @@ impl Parser {
             self.pos += 1;
             Ok(())
         } else {
-            Err(ExprError(format!("expected {op:?} at token {}", self.pos)))
+            Err(ExprError(format!("expected `{op}` at token {}", self.pos)))
         }
+    }
+
+    /// Run `f` one nesting level deeper; every recursive path of the grammar passes here.
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Poly, ExprError>) -> Result<Poly, ExprError> {
+        if self.depth >= MAX_NESTING {
+            return Err(ExprError(format!("the expression nests deeper than {MAX_NESTING} levels")));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     fn sum(&mut self) -> Result<Poly, ExprError> {
@@ -96,7 +136,11 @@ impl Parser {
         while let Some(op @ ("+" | "-")) = self.peek_op() {
             self.pos += 1;
             let rhs = self.product()?;
-            acc = if op == "+" { acc.add(&rhs) } else { acc.add(&rhs.scale(-1)) };
+            if op == "+" {
+                acc.add_assign(&rhs)?;
+            } else {
+                acc.add_assign(&rhs.scale(-1)?)?;
+            }
         }
         Ok(acc)
     }
@@ -107,12 +151,12 @@ impl Parser {
             self.pos += 1;
             let rhs = self.unary()?;
             acc = match op {
-                "*" => acc.mul(&rhs),
+                "*" => acc.mul(&rhs)?,
                 "//" => acc.floor_div(&rhs)?,
                 "%" => acc.modulo(&rhs)?,
-                _ => match (acc.as_constant(), rhs.as_constant()) {
-                    (_, Some(b)) if b != 0 && acc.terms.values().all(|c| c % b == 0) => acc.floor_div(&rhs)?,
-                    _ => Poly::atom(Atom::Call("TrueDiv".into(), vec![acc, rhs])),
+                _ => match rhs.as_constant().and_then(|b| acc.exact_div(b)) {
+                    Some(exact) => exact?,
+                    None => Poly::atom(Atom::Call("TrueDiv".into(), vec![acc, rhs])),
                 },
             };
         }
@@ -122,11 +166,11 @@ impl Parser {
     fn unary(&mut self) -> Result<Poly, ExprError> {
         if self.peek_op() == Some("-") {
             self.pos += 1;
-            return Ok(self.unary()?.scale(-1));
+            return self.nested(|p| p.unary())?.scale(-1);
         }
         if self.peek_op() == Some("+") {
             self.pos += 1;
-            return self.unary();
+            return self.nested(|p| p.unary());
         }
         self.power()
     }
@@ -135,15 +179,11 @@ impl Parser {
         let base = self.primary()?;
         if self.peek_op() == Some("**") {
             self.pos += 1;
-            let exp = self.unary()?;
-            let n = exp.as_constant().filter(|n| (0..=16).contains(n)).ok_or_else(|| {
-                ExprError("only small non-negative integer powers are supported".into())
+            let exp = self.nested(|p| p.unary())?;
+            let n = exp.as_constant().and_then(|n| u32::try_from(n).ok()).filter(|n| *n <= MAX_EXPONENT).ok_or_else(|| {
+                ExprError(format!("only integer powers from 0 to {MAX_EXPONENT} are supported"))
             })?;
-            let mut acc = Poly::constant(1);
-            for _ in 0..n {
-                acc = acc.mul(&base);
-            }
-            return Ok(acc);
+            return base.pow(n);
         }
         Ok(base)
     }
@@ -156,7 +196,7 @@ impl Parser {
             }
             Some(Tok::Op("(")) => {
                 self.pos += 1;
-                let e = self.sum()?;
+                let e = self.nested(|p| p.sum())?;
                 self.expect(")")?;
                 Ok(e)
             }
@@ -166,15 +206,16 @@ impl Parser {
                     return Ok(Poly::symbol(&name));
                 }
                 self.pos += 1;
-                let mut args = vec![self.sum()?];
+                let mut args = vec![self.nested(|p| p.sum())?];
                 while self.peek_op() == Some(",") {
                     self.pos += 1;
-                    args.push(self.sum()?);
+                    args.push(self.nested(|p| p.sum())?);
                 }
                 self.expect(")")?;
                 call(&name, args)
             }
-            other => Err(ExprError(format!("unexpected {other:?}"))),
+            Some(other) => Err(ExprError(format!("unexpected `{other}`"))),
+            None => Err(ExprError("the expression ends where a value should follow".into())),
         }
     }
 }
@@ -185,8 +226,8 @@ fn call(name: &str, mut args: Vec<Poly>) -> Result<Poly, ExprError> {
         if args.len() != 2 {
             return Err(ExprError(format!("{name} takes 2 arguments")));
         }
-        let b = args.pop().unwrap();
-        Ok((args.pop().unwrap(), b))
+        let b = args.pop().expect("two arguments");
+        Ok((args.pop().expect("two arguments"), b))
     };
     match name {
         "FloorDiv" => {
@@ -201,8 +242,8 @@ fn call(name: &str, mut args: Vec<Poly>) -> Result<Poly, ExprError> {
             let (a, b) = two(&mut args)?;
             a.modulo(&b)
         }
-        "Max" => Ok(Poly::extremum(args, true)),
-        "Min" => Ok(Poly::extremum(args, false)),
+        "Max" => Poly::extremum(args, true),
+        "Min" => Poly::extremum(args, false),
         _ => Ok(Poly::atom(Atom::Call(name.to_owned(), args))),
     }
 }

@@ -1,8 +1,19 @@
 //! The canonical form: a polynomial with integer coefficients over atoms, and the algebra that
 //! keeps it canonical (sums, products, divisions by constants, extrema).
+//!
+//! Every coefficient operation is checked: an overflow is an error, never a wrapped number. The
+//! size of a polynomial is bounded (`MAX_TERMS` terms, `MAX_DEGREE` total degree per term), and
+//! a product whose work would exceed `MAX_TERMS` squared is refused before it starts, so no
+//! expression can make the algebra run long or allocate much.
 
 use super::error::ExprError;
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+
+/// At most this many terms in one polynomial (shape expressions torch prints have a handful).
+pub const MAX_TERMS: usize = 256;
+/// At most this total degree in one term (`s0**64`; sizes have degree 1 to 4 in practice).
+pub const MAX_DEGREE: u32 = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Atom {
@@ -25,6 +36,16 @@ pub type Monomial = BTreeMap<Atom, u32>;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Poly {
     pub(super) terms: BTreeMap<Monomial, i64>,
+}
+
+pub(super) fn overflow(what: &str) -> ExprError {
+    ExprError(format!("integer overflow in {what}: the result does not fit in int64"))
+}
+
+fn too_big() -> ExprError {
+    ExprError(format!(
+        "the expression expands to more than {MAX_TERMS} terms or a degree above {MAX_DEGREE}; tta refuses shape expressions this large"
+    ))
 }
 
 impl Poly {
@@ -55,37 +76,85 @@ impl Poly {
         }
     }
 
-    pub fn add(&self, other: &Poly) -> Poly {
-        let mut terms = self.terms.clone();
-        for (m, c) in &other.terms {
-            let e = terms.entry(m.clone()).or_insert(0);
-            *e += c;
-            if *e == 0 {
-                terms.remove(m);
+    /// Add `c * m` in place.
+    fn add_term(&mut self, m: Monomial, c: i64) -> Result<(), ExprError> {
+        match self.terms.entry(m) {
+            Entry::Vacant(v) => {
+                if c != 0 {
+                    v.insert(c);
+                }
+            }
+            Entry::Occupied(mut o) => {
+                let sum = o.get().checked_add(c).ok_or_else(|| overflow("a sum"))?;
+                if sum == 0 {
+                    o.remove();
+                } else {
+                    *o.get_mut() = sum;
+                }
             }
         }
-        Poly { terms }
-    }
-
-    pub fn scale(&self, k: i64) -> Poly {
-        if k == 0 {
-            return Poly::default();
+        if self.terms.len() > MAX_TERMS {
+            return Err(too_big());
         }
-        Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c * k)).collect() }
+        Ok(())
     }
 
-    pub fn mul(&self, other: &Poly) -> Poly {
+    /// `self += other`, in place (no copy of `self`).
+    pub fn add_assign(&mut self, other: &Poly) -> Result<(), ExprError> {
+        for (m, c) in &other.terms {
+            self.add_term(m.clone(), *c)?;
+        }
+        Ok(())
+    }
+
+    pub fn add(mut self, other: &Poly) -> Result<Poly, ExprError> {
+        self.add_assign(other)?;
+        Ok(self)
+    }
+
+    pub fn scale(&self, k: i64) -> Result<Poly, ExprError> {
+        if k == 0 {
+            return Ok(Poly::default());
+        }
+        let terms = self
+            .terms
+            .iter()
+            .map(|(m, c)| c.checked_mul(k).map(|v| (m.clone(), v)).ok_or_else(|| overflow("a product")))
+            .collect::<Result<_, _>>()?;
+        Ok(Poly { terms })
+    }
+
+    pub fn mul(&self, other: &Poly) -> Result<Poly, ExprError> {
+        // The work is the product of the sizes; refuse before doing it when it is out of bounds.
+        if self.terms.len().saturating_mul(other.terms.len()) > MAX_TERMS * MAX_TERMS {
+            return Err(too_big());
+        }
         let mut out = Poly::default();
         for (ma, ca) in &self.terms {
             for (mb, cb) in &other.terms {
                 let mut m = ma.clone();
+                let mut degree: u32 = m.values().sum();
                 for (a, p) in mb {
-                    *m.entry(a.clone()).or_insert(0) += p;
+                    degree = degree.saturating_add(*p);
+                    let e = m.entry(a.clone()).or_insert(0);
+                    *e = e.saturating_add(*p);
                 }
-                out = out.add(&Poly { terms: BTreeMap::from([(m, ca * cb)]) });
+                if degree > MAX_DEGREE {
+                    return Err(too_big());
+                }
+                out.add_term(m, ca.checked_mul(*cb).ok_or_else(|| overflow("a product"))?)?;
             }
         }
-        out
+        Ok(out)
+    }
+
+    /// `self ** n`, by repeated multiplication (the parser allows small `n` only).
+    pub fn pow(&self, n: u32) -> Result<Poly, ExprError> {
+        let mut acc = Poly::constant(1);
+        for _ in 0..n {
+            acc = acc.mul(self)?;
+        }
+        Ok(acc)
     }
 
     pub(super) fn floor_div(&self, d: &Poly) -> Result<Poly, ExprError> {
@@ -93,23 +162,36 @@ impl Poly {
             if b == 0 {
                 return Err(ExprError("division by zero".into()));
             }
-            return Ok(Poly::constant(a.div_euclid(b)));
+            return a.checked_div_euclid(b).map(Poly::constant).ok_or_else(|| overflow("a floor division"));
         }
         if d.as_constant() == Some(1) {
             return Ok(self.clone());
         }
         // Exact division of every coefficient by a constant divisor stays a polynomial.
         if let Some(k) = d.as_constant() {
-            if k != 0 && self.terms.values().all(|c| c % k == 0) {
-                return Ok(Poly { terms: self.terms.iter().map(|(m, c)| (m.clone(), c / k)).collect() });
+            if let Some(p) = self.exact_div(k) {
+                return p;
             }
         }
         // floor(-a/b) = -ceil(a/b) for b > 0: `-((-n) // b)` (cuTile's and others' cdiv) becomes
         // CeilDiv(n, b), which TensorRT's shape arithmetic can express (it has no unary minus).
         if self.all_negative() && d.all_positive() {
-            return Ok(self.scale(-1).ceil_div(d)?.scale(-1));
+            return self.scale(-1)?.ceil_div(d)?.scale(-1);
         }
         Ok(Poly::atom(Atom::FloorDiv(Box::new(self.clone()), Box::new(d.clone()))))
+    }
+
+    /// `self / k` when `k` divides every coefficient (None when it does not).
+    pub(super) fn exact_div(&self, k: i64) -> Option<Result<Poly, ExprError>> {
+        if k == 0 || !self.terms.values().all(|c| c.checked_rem(k) == Some(0)) {
+            return None;
+        }
+        let terms = self
+            .terms
+            .iter()
+            .map(|(m, c)| c.checked_div(k).map(|v| (m.clone(), v)).ok_or_else(|| overflow("a division")))
+            .collect::<Result<_, _>>();
+        Some(terms.map(|terms| Poly { terms }))
     }
 
     pub(super) fn all_negative(&self) -> bool {
@@ -125,13 +207,13 @@ impl Poly {
             if b == 0 {
                 return Err(ExprError("division by zero".into()));
             }
-            return Ok(Poly::constant(-((-a).div_euclid(b))));
+            return ceil_div_i64(a, b).map(Poly::constant);
         }
         if d.as_constant() == Some(1) {
             return Ok(self.clone());
         }
         if self.all_negative() && d.all_positive() {
-            return Ok(self.scale(-1).floor_div(d)?.scale(-1));
+            return self.scale(-1)?.floor_div(d)?.scale(-1);
         }
         Ok(Poly::atom(Atom::CeilDiv(Box::new(self.clone()), Box::new(d.clone()))))
     }
@@ -141,7 +223,7 @@ impl Poly {
             if b == 0 {
                 return Err(ExprError("modulo by zero".into()));
             }
-            return Ok(Poly::constant(a.rem_euclid(b)));
+            return a.checked_rem_euclid(b).map(Poly::constant).ok_or_else(|| overflow("a modulo"));
         }
         if d.as_constant() == Some(1) {
             return Ok(Poly::constant(0));
@@ -149,7 +231,7 @@ impl Poly {
         Ok(Poly::atom(Atom::Mod(Box::new(self.clone()), Box::new(d.clone()))))
     }
 
-    pub(super) fn extremum(args: Vec<Poly>, max: bool) -> Poly {
+    pub(super) fn extremum(args: Vec<Poly>, max: bool) -> Result<Poly, ExprError> {
         let mut args: Vec<Poly> = args;
         args.sort();
         args.dedup();
@@ -160,10 +242,11 @@ impl Poly {
             rest.push(Poly::constant(c));
             rest.sort();
         }
-        if rest.len() == 1 {
-            return rest.pop().unwrap();
+        match rest.len() {
+            0 => Err(ExprError(format!("{} needs at least one argument", if max { "Max" } else { "Min" }))),
+            1 => Ok(rest.pop().expect("one")),
+            _ => Ok(Poly::atom(if max { Atom::Max(rest) } else { Atom::Min(rest) })),
         }
-        Poly::atom(if max { Atom::Max(rest) } else { Atom::Min(rest) })
     }
 
     /// Symbols this expression mentions, sorted.
@@ -189,4 +272,11 @@ impl Poly {
             }
         }
     }
+}
+
+/// ceil(a / b) for b != 0, checked.
+pub(super) fn ceil_div_i64(a: i64, b: i64) -> Result<i64, ExprError> {
+    let neg = a.checked_neg().ok_or_else(|| overflow("a ceiling division"))?;
+    let q = neg.checked_div_euclid(b).ok_or_else(|| overflow("a ceiling division"))?;
+    q.checked_neg().ok_or_else(|| overflow("a ceiling division"))
 }

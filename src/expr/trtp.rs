@@ -24,8 +24,8 @@ impl Poly {
                 }
             }
             let mut s = factors.join(" * ");
-            if c.abs() != 1 {
-                s = format!("{s} * {}", c.abs());
+            if c.unsigned_abs() != 1 {
+                s = format!("{s} * {}", c.unsigned_abs());
             }
             if *c > 0 { positive.push(s) } else { negative.push(s) }
         }
@@ -44,7 +44,7 @@ impl Poly {
         if constant > 0 {
             out = format!("{out} + {constant}");
         } else if constant < 0 {
-            out = format!("{out} - {}", -constant);
+            out = format!("{out} - {}", constant.unsigned_abs());
         }
         Ok(out)
     }

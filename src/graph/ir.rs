@@ -105,8 +105,9 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// An argument of a node: a reference to another node or a literal.
-#[derive(Clone, Debug, PartialEq)]
+/// An argument of a node: a reference to another node or a literal. Equality compares floats
+/// by value except that NaN equals NaN (`same_float`): a graph is equal to itself.
+#[derive(Clone, Debug)]
 pub enum Arg {
     Ref(String),
     None,
@@ -124,8 +125,8 @@ pub enum Arg {
     Opaque(String),
 }
 
-/// What a node produces (`meta["val"]`).
-#[derive(Clone, Debug, PartialEq, Default)]
+/// What a node produces (`meta["val"]`). Equality as for `Arg`.
+#[derive(Clone, Debug, Default)]
 pub enum Value {
     #[default]
     None,
@@ -137,6 +138,46 @@ pub enum Value {
     Float(f64),
     Bool(bool),
     Opaque(String),
+}
+
+/// Float equality for graph comparison: bit-identical, or both NaN (JSON carries one NaN,
+/// `{"float": "nan"}`, so payloads are not part of a graph). `0.0` and `-0.0` differ, as they
+/// do in the JSON.
+pub fn same_float(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+impl PartialEq for Arg {
+    fn eq(&self, other: &Self) -> bool {
+        use Arg::*;
+        match (self, other) {
+            (Ref(a), Ref(b)) | (Str(a), Str(b)) | (Dtype(a), Dtype(b)) | (Device(a), Device(b)) => a == b,
+            (Layout(a), Layout(b)) | (MemoryFormat(a), MemoryFormat(b)) | (Opaque(a), Opaque(b)) => a == b,
+            (None, None) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Float(a), Float(b)) => same_float(*a, *b),
+            (List(a), List(b)) => a == b,
+            (Slice(a), Slice(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        use Value::*;
+        match (self, other) {
+            (None, None) => true,
+            (Tensor(a), Tensor(b)) => a == b,
+            (Tuple(a), Tuple(b)) => a == b,
+            (SymInt(a), SymInt(b)) | (Opaque(a), Opaque(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Float(a), Float(b)) => same_float(*a, *b),
+            (Bool(a), Bool(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Value {

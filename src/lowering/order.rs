@@ -14,8 +14,9 @@ pub struct Move {
 
 /// If some node reads a value defined after it, re-sort stably (Kahn's algorithm, always taking
 /// the ready node that came first) and return the moves that turn the old order into the new
-/// one, each `node` placed right after `after`. Returns no moves when the order was valid.
-pub fn legalize(g: &mut Graph) -> Vec<Move> {
+/// one, each `node` placed right after `after`, and the new order (new position -> old).
+/// Returns no moves and no order when the order was valid.
+pub fn legalize(g: &mut Graph) -> (Vec<Move>, Option<Vec<usize>>) {
     let n = g.nodes.len();
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
     let mut valid = true;
@@ -24,7 +25,7 @@ pub fn legalize(g: &mut Graph) -> Vec<Move> {
         index.insert(node.name.as_str(), i);
     }
     if valid {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let mut producers: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, node) in g.nodes.iter().enumerate() {
@@ -56,7 +57,9 @@ pub fn legalize(g: &mut Graph) -> Vec<Move> {
             }
         }
     }
-    assert_eq!(order.len(), n, "outlining a convex region cannot create a cycle");
+    // Validation refuses non-convex and mutually dependent regions, so outlining the rest
+    // cannot create a cycle.
+    assert_eq!(order.len(), n, "outlining convex, mutually independent regions cannot create a cycle");
 
     // Replay on a linked list of the old order to find the moves.
     let mut prev: Vec<Option<usize>> = (0..n).map(|i| i.checked_sub(1)).collect();
@@ -84,6 +87,6 @@ pub fn legalize(g: &mut Graph) -> Vec<Move> {
         moves.push(Move { node: g.nodes[node].name.clone(), after: g.nodes[before].name.clone() });
     }
     let mut slots: Vec<Option<crate::graph::Node>> = std::mem::take(&mut g.nodes).into_iter().map(Some).collect();
-    g.nodes = order.into_iter().map(|i| slots[i].take().unwrap()).collect();
-    moves
+    g.nodes = order.iter().map(|&i| slots[i].take().expect("a permutation")).collect();
+    (moves, Some(order))
 }

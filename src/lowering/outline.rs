@@ -44,8 +44,8 @@ pub struct Outlined {
     pub graph: Graph,
     pub edits: Vec<Edit>,
     pub moves: Vec<Move>,
-    /// Nodes that are new or read a replaced value: every other node is as it was.
-    pub changed: HashSet<String>,
+    /// Per node of `graph`: new, or reads a replaced value. Every other node is as it was.
+    pub changed: Vec<bool>,
 }
 
 /// Consumes the graph: untouched nodes move into the result instead of being copied (a 100k-node
@@ -60,9 +60,16 @@ pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
     };
     let edits: Vec<Edit> = accepted.iter().map(|a| replace(&g, a, &mut namer, &mut plan)).collect();
     drop(namer);
-    let (mut graph, changed, in_order) = splice(g, plan);
+    let (mut graph, mut changed, in_order) = splice(g, plan);
     prune_declarations(&mut graph);
-    let moves = if in_order { Vec::new() } else { order::legalize(&mut graph) };
+    let mut moves = Vec::new();
+    if !in_order {
+        let (m, order) = order::legalize(&mut graph);
+        moves = m;
+        if let Some(order) = order {
+            changed = order.into_iter().map(|i| changed[i]).collect();
+        }
+    }
     Outlined { graph, edits, moves, changed }
 }
 
@@ -102,8 +109,9 @@ struct Plan {
     rewire: Vec<bool>,
     /// Position of a region's last member -> the nodes that replace it.
     insert_at: Vec<(usize, Vec<Node>)>,
-    /// Region output -> the node that now provides it.
-    rename: HashMap<String, String>,
+    /// Region output -> the node that now provides it, and the old position it is inserted at
+    /// (which tells whether a reader comes after it without a set of placed names).
+    rename: HashMap<String, (String, usize)>,
 }
 
 /// A node the rewrite makes, placed (module, source line) like the region's first member.
@@ -128,6 +136,7 @@ fn derived(name: String, target: String, args: Vec<Arg>, val: Value, like: &Node
 fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit {
     let members = &a.region.members;
     let first = &g.nodes[members[0]];
+    let last = *members.last().expect("a valid region has members");
     let call_name = namer.fresh(&format!("tta_{}", a.op.rsplit_once('_').map(|(base, _)| base).unwrap_or(&a.op)));
     let out_vals: Vec<Value> = a
         .boundary
@@ -144,13 +153,13 @@ fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit 
     if out_vals.len() > 1 {
         for (i, (port, val)) in a.boundary.outputs.iter().zip(out_vals).enumerate() {
             let gi = namer.fresh(&format!("{call_name}_{i}"));
-            plan.rename.insert(port.name.clone(), gi.clone());
+            plan.rename.insert(port.name.clone(), (gi.clone(), last));
             getitems.push(gi.clone());
             let args = vec![Arg::Ref(call_name.clone()), Arg::Int(i as i64)];
             replacement.push(derived(gi, "_operator.getitem".into(), args, val, first, Vec::new()));
         }
     } else {
-        plan.rename.insert(a.boundary.outputs[0].name.clone(), call_name.clone());
+        plan.rename.insert(a.boundary.outputs[0].name.clone(), (call_name.clone(), last));
     }
     for &m in members {
         plan.removed[m] = true;
@@ -158,7 +167,6 @@ fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit 
     for &r in &a.boundary.readers {
         plan.rewire[r] = true;
     }
-    let last = *members.last().expect("a valid region has members");
     plan.insert_at.push((last, replacement));
     Edit {
         region: a.region.id.clone(),
@@ -176,48 +184,44 @@ fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit 
 /// Assemble in one pass, moving the untouched nodes. Readers of a region output may be
 /// anywhere, including another region's new call; the new node sits where the region's last
 /// member was, so the order stays valid unless a reader came before that (returned as the
-/// third value; only then is the whole graph re-sorted).
-fn splice(g: Graph, plan: Plan) -> (Graph, HashSet<String>, bool) {
+/// third value; only then is the whole graph re-sorted). The second value flags, per new
+/// position, the nodes that are new or rewired.
+fn splice(g: Graph, plan: Plan) -> (Graph, Vec<bool>, bool) {
     let Plan { removed, rewire, mut insert_at, rename } = plan;
     insert_at.sort_unstable_by_key(|(pos, _)| *pos);
     let extra: usize = insert_at.iter().map(|(_, new)| new.len()).sum();
     let mut inserts = insert_at.into_iter().peekable();
-    let mut changed: HashSet<String> = HashSet::new();
-    let mut placed: HashSet<String> = HashSet::new();
     let mut in_order = true;
     let Graph { format, version, nodes: old, regions } = g;
     let mut nodes = Vec::with_capacity(old.len() + extra);
-    let mut place = |mut n: Node, is_new: bool, nodes: &mut Vec<Node>| {
+    let mut changed = Vec::with_capacity(old.len() + extra);
+    // `at`: the old position the node is placed at; a replacement inserted at `q` is placed
+    // before it exactly when `q < at` (the node at `q` itself is a removed member).
+    let mut place = |mut n: Node, at: usize, is_new: bool, nodes: &mut Vec<Node>, changed: &mut Vec<bool>| {
         let mut touched = false;
-        if is_new || !rename.is_empty() {
-            n.map_refs(&mut |r| {
-                let new = rename.get(r).cloned()?;
-                touched = true;
-                in_order &= placed.contains(&new);
-                Some(new)
-            });
-        }
-        if touched || is_new {
-            changed.insert(n.name.clone());
-        }
-        if is_new {
-            placed.insert(n.name.clone());
-        }
+        n.map_refs(&mut |r| {
+            let (new, q) = rename.get(r)?;
+            touched = true;
+            in_order &= *q < at;
+            Some(new.clone())
+        });
+        changed.push(touched || is_new);
         nodes.push(n);
     };
     for (i, node) in old.into_iter().enumerate() {
         if inserts.peek().is_some_and(|(pos, _)| *pos == i) {
             for n in inserts.next().expect("peeked").1 {
-                place(n, true, &mut nodes);
+                place(n, i, true, &mut nodes, &mut changed);
             }
         }
         if removed[i] {
             continue;
         }
         if rewire[i] {
-            place(node, false, &mut nodes);
+            place(node, i, false, &mut nodes, &mut changed);
         } else {
             nodes.push(node);
+            changed.push(false);
         }
     }
     drop(place);

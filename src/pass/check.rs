@@ -34,7 +34,7 @@ impl Outcome {
             if name != &node.name {
                 return mismatch(format!("node #{i} is `{name}` in the fx graph but `{}` in the pass's graph", node.name));
             }
-            match (self.changed.contains(name), delta.nodes.get(name)) {
+            match (self.changed[i], delta.nodes.get(name)) {
                 (true, Some(theirs)) if theirs == node => {}
                 (true, Some(theirs)) => {
                     return mismatch(format!(

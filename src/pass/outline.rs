@@ -6,19 +6,33 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Graph};
 use crate::lowering::outline::{self, Accepted};
 use crate::lowering::{naming, signature, Edit, Move, RegionReport, Status};
-use crate::regions::candidate::Candidate;
+use crate::regions::candidate::{Candidate, Verdict};
+use crate::regions::pattern::Unmatched;
 use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Instant;
 
 pub struct Outcome {
     pub graph: Graph,
     pub edits: Vec<Edit>,
     pub moves: Vec<Move>,
-    /// Names of nodes the rewrite created or rewired (see `check_delta`).
-    pub changed: HashSet<String>,
+    /// Per node of `graph`: created or rewired by the rewrite (see `check_delta`).
+    pub changed: Vec<bool>,
     pub report: Vec<RegionReport>,
+    /// Patterns that occur nowhere, with their closest partial match.
+    pub unmatched: Vec<Unmatched>,
     pub timings: Timings,
+}
+
+impl Outcome {
+    /// The region reports, then each pattern that occurs nowhere with its closest match.
+    pub fn report_text(&self) -> String {
+        let mut text: String = self.report.iter().map(|r| r.to_string()).collect();
+        for u in &self.unmatched {
+            text.push_str(&format!("pattern {} occurs nowhere; {}\n", u.pattern, u.closest));
+        }
+        text
+    }
 }
 
 impl Analysis {
@@ -31,20 +45,25 @@ impl Analysis {
             }
         }
         let t = Instant::now();
-        let Analysis { graph, impls, candidates, timings } = self;
+        let Analysis { graph, impls, candidates, unmatched, timings } = self;
         // Signature checks and naming, per region, in parallel: the op name, or why not.
         let decided: Vec<std::result::Result<String, String>> =
             candidates.par_iter().map(|c| decide(&graph, &impls, c, meta.get(&c.region.id))).collect();
-        let mut report = Vec::with_capacity(candidates.len());
-        let mut accepted = Vec::new();
-        for (c, d) in candidates.iter().zip(decided) {
-            report.push(report_of(&graph, c, &d));
-            if let (Some(boundary), Ok(op)) = (c.boundary(), d) {
-                accepted.push(Accepted { region: &c.region, boundary, op });
-            }
-        }
+        // Member names now: outlining consumes the graph. Ports move into the report afterwards.
+        let names: Vec<Vec<String>> =
+            candidates.iter().map(|c| c.region.members.iter().map(|&m| graph.nodes[m].name.clone()).collect()).collect();
+        let accepted: Vec<Accepted> = candidates
+            .iter()
+            .zip(&decided)
+            .filter_map(|(c, d)| match (c.boundary(), d) {
+                (Some(boundary), Ok(op)) => Some(Accepted { region: &c.region, boundary, op: op.clone() }),
+                _ => None,
+            })
+            .collect();
         let out = outline::outline(graph, &accepted);
         drop(accepted);
+        let mut report: Vec<RegionReport> =
+            candidates.into_iter().zip(decided).zip(names).map(|((c, d), nodes)| report_of(c, d, nodes)).collect();
         // The verifier runs after the pass as before it: a rewritten graph that breaks an
         // invariant is a bug here, never something to hand back.
         graph::verify::verify(&out.graph).map_err(|e| {
@@ -55,7 +74,7 @@ impl Analysis {
             r.node = node_of.get(r.id.as_str()).map(|s| s.to_string());
         }
         let timings = Timings { outline_ms: ms(t), ..timings };
-        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, timings })
+        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, unmatched, timings })
     }
 }
 
@@ -73,26 +92,26 @@ fn decide(g: &Graph, impls: &super::Impls, c: &Candidate, meta: Option<&MetaResu
     Ok(naming::op_name(g, &c.region, b, &decl.name))
 }
 
-fn report_of(g: &Graph, c: &Candidate, decided: &std::result::Result<String, String>) -> RegionReport {
-    let region = &c.region;
-    let (inputs, outputs) = match c.boundary() {
-        Some(b) => (b.inputs.clone(), b.outputs.clone()),
-        None => (Vec::new(), Vec::new()),
+fn report_of(c: Candidate, decided: std::result::Result<String, String>, nodes: Vec<String>) -> RegionReport {
+    let Candidate { region, verdict, .. } = c;
+    let (inputs, outputs) = match verdict {
+        Verdict::Valid(b) => (b.inputs, b.outputs),
+        _ => (Vec::new(), Vec::new()),
     };
     let (status, reason, op) = match decided {
-        Ok(op) => (Status::Outlined, None, Some(op.clone())),
-        Err(why) => (Status::Refused, Some(why.clone()), None),
+        Ok(op) => (Status::Outlined, None, Some(op)),
+        Err(why) => (Status::Refused, Some(why), None),
     };
     RegionReport {
-        id: region.id.clone(),
-        impl_key: region.impl_key.clone(),
-        origin: region.origin.clone(),
-        source: region.source.clone(),
+        id: region.id,
+        impl_key: region.impl_key,
+        origin: region.origin,
+        source: region.source,
         status,
         reason,
         op,
         node: None,
-        nodes: region.members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
+        nodes,
         inputs,
         outputs,
     }

@@ -3,14 +3,17 @@
 //!
 //! Checks, in order: non-empty; no overlap with another region; no graph input/output inside;
 //! no in-place op unless the impl declares mutation; convex (no path leaves the region and
-//! comes back); every boundary value is a tensor or an integer.
+//! comes back); every boundary value is a tensor or an integer. Then, over all regions valid so
+//! far: no two depend on each other (each convex, yet A reads B and B reads A), which outlining
+//! both would turn into a cycle.
 
 use super::boundary;
 use super::candidate::{Candidate, Verdict};
 use super::pattern::PortOrder;
 use super::{Boundary, Region};
 use crate::graph::{Dag, Graph, OpKind};
-use petgraph::graph::NodeIndex;
+use petgraph::algo::tarjan_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{depth_first_search, Control, DfsEvent, NodeFiltered};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -98,6 +101,94 @@ pub fn validate_all(g: &Graph, dag: &Dag, candidates: &mut [Candidate], allows_m
     for (c, v) in candidates.iter_mut().zip(verdicts) {
         if let Some(v) = v {
             c.verdict = v;
+        }
+    }
+    refuse_mutually_dependent(g, dag, candidates);
+}
+
+/// Contract every valid region to one node and refuse the regions on a cycle of that quotient
+/// graph. Kahn's algorithm over the quotient (plain vectors, linear) settles the common case;
+/// only when it cannot order everything are the strongly connected components of the leftover
+/// part computed (petgraph's Tarjan) to name exactly the regions on a cycle.
+fn refuse_mutually_dependent(g: &Graph, dag: &Dag, candidates: &mut [Candidate]) {
+    let valid: Vec<usize> = (0..candidates.len()).filter(|&k| candidates[k].boundary().is_some()).collect();
+    if valid.len() < 2 {
+        return;
+    }
+    let n = g.nodes.len();
+    // Quotient node of each graph node: the first member of its region, or itself.
+    let mut group: Vec<usize> = (0..n).collect();
+    let mut region_at: HashMap<usize, usize> = HashMap::with_capacity(valid.len());
+    for &k in &valid {
+        let members = &candidates[k].region.members;
+        members.iter().for_each(|&m| group[m] = members[0]);
+        region_at.insert(members[0], k);
+    }
+    let members_of = |q: usize| -> &[usize] {
+        match region_at.get(&q) {
+            Some(&k) => &candidates[k].region.members,
+            None => std::slice::from_ref(&group[q]),
+        }
+    };
+    let is_group = |q: usize| group[q] == q;
+    let mut pending = vec![0u32; n];
+    for i in 0..n {
+        for &p in &dag.inputs[i] {
+            if group[p] != group[i] {
+                pending[group[i]] += 1;
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&q| is_group(q) && pending[q] == 0).collect();
+    let mut done = vec![false; n];
+    while let Some(q) = ready.pop() {
+        done[q] = true;
+        for &m in members_of(q) {
+            for &u in &dag.users[m] {
+                let gu = group[u];
+                if gu != q {
+                    pending[gu] -= 1;
+                    if pending[gu] == 0 {
+                        ready.push(gu);
+                    }
+                }
+            }
+        }
+    }
+    let left: Vec<usize> = (0..n).filter(|&q| is_group(q) && !done[q]).collect();
+    if left.is_empty() {
+        return;
+    }
+    let mut quotient: DiGraph<usize, ()> = DiGraph::new();
+    let mut node_of: HashMap<usize, NodeIndex> = HashMap::with_capacity(left.len());
+    for &q in &left {
+        node_of.insert(q, quotient.add_node(q));
+    }
+    for &q in &left {
+        for &m in members_of(q) {
+            for &u in &dag.users[m] {
+                if let Some(&to) = node_of.get(&group[u]).filter(|_| group[u] != q) {
+                    quotient.update_edge(node_of[&q], to, ());
+                }
+            }
+        }
+    }
+    for scc in tarjan_scc(&quotient) {
+        let ks: Vec<usize> = scc.iter().filter_map(|&x| region_at.get(&quotient[x]).copied()).collect();
+        if scc.len() < 2 || ks.len() < 2 {
+            continue;
+        }
+        let label = |k: usize| {
+            let r = &candidates[k].region;
+            format!("region {} ({})", r.id, r.source.as_deref().unwrap_or("unknown source"))
+        };
+        let labels: Vec<(usize, String)> = ks.iter().map(|&k| (k, label(k))).collect();
+        for &k in &ks {
+            let others: Vec<&str> = labels.iter().filter(|(o, _)| *o != k).map(|(_, l)| l.as_str()).collect();
+            candidates[k].refuse(format!(
+                "it and {} depend on each other (each reads a value the other computes, directly or through other nodes); outlining them would create a cycle, so mark them as one region or move the shared work out",
+                others.join(", ")
+            ));
         }
     }
 }
