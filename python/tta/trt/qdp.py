@@ -120,6 +120,9 @@ class _Entry:
     tactic_ids: list[int]
     tactic_labels: dict[int, str]
     n_outputs: int = 1
+    # Whether attribute values reach the output function and the kernels (custom ops); else they
+    # only reach aot_impl.
+    by_values_enabled: bool = False
     sm: int = 90
     max_ptx: int | None = 90
     allow_cubin: bool = False
@@ -141,7 +144,7 @@ class _Entry:
     def signature(self, values: dict | None = None) -> tuple[list, list]:
         """(dtype combinations, output shapes) for these attribute values: the output function
         run on symbolic inputs, once per values."""
-        if not self.attributes:
+        if not self.by_values_enabled:
             return self.combos, self.output_shapes
         key = _values_key(values or {})
         with self.lock:
@@ -156,14 +159,14 @@ class _Entry:
         functions get as keywords) on the current target (compiled once, through the compile
         cache). cuTile CUBINs become PTX where they can (``cutile_ptx``); where not, the CUBIN
         stays and ``cubin_reasons`` says why."""
-        values = dict(values or {})
-        key = (tuple(input_dtypes), _values_key(values), self.sm, self.max_ptx, self.allow_cubin)
+        values = dict(values or {}) if self.by_values_enabled else {}
+        key = (tuple(input_dtypes), self.sm, self.max_ptx, self.allow_cubin) + ((_values_key(values),) if values else ())
         with self.lock:
             got = self.compiled.get(key)
             if got is None:
                 from ..aot.compile import compile_plugin, compile_specs
 
-                if self.attributes:
+                if values:
                     combos, shapes = self.signature(values)
                     outs = _combo_of(self.plugin_id, combos, tuple(input_dtypes))[1]
                     out_metas = [TensorType(d, tuple(sh)) for d, sh in zip(outs, shapes)]
@@ -390,9 +393,10 @@ def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes, n_outpu
         raise PluginError(f"{where}: the plugin {plugin.name!r} has no kernels to build a TensorRT plugin from")
     combos_in = [tuple(m.dtype for m in input_metas)] if dtypes is None else [tuple(d) for d in dtypes]
     wires = _check_attributes(attributes, where)
-    if wires and not n_outputs:
-        raise PluginError(f"{where}: a plugin with attributes must say how many outputs it has (n_outputs=)")
-    combos, shapes = ([], []) if wires else _signature_of(where, input_metas, combos_in, output_fn, {})
+    # With n_outputs given, outputs and kernels depend on the attribute values (computed per
+    # values); without, the output function takes the inputs only.
+    by_values = bool(wires) and n_outputs is not None
+    combos, shapes = ([], []) if by_values else _signature_of(where, input_metas, combos_in, output_fn, {})
     specs = [(spec, cfg) for spec in plugin.kernels for cfg in spec.config_dicts()]
     ids = _tactics.tactic_ids([(s.backend, s.identity, c) for s, c in specs])
     labels = {t: f"{s.backend} {s.identity} {c}" for t, (s, c) in zip(ids, specs)}
@@ -407,7 +411,8 @@ def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes, n_outpu
         tactic_ids=ids,
         tactic_labels=labels,
         dtype_combos=combos_in,
-        n_outputs=len(shapes) if not wires else int(n_outputs or 0),
+        n_outputs=int(n_outputs) if by_values else len(shapes),
+        by_values_enabled=by_values,
     )
 
 
