@@ -11,6 +11,14 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// What Python replays on its fx graph (`Outcome::edits_json`), serialized straight from the
+/// outcome: building a `serde_json::Value` first would hold a second copy of every edit.
+#[derive(serde::Serialize)]
+pub struct EditsOut<'a> {
+    pub edits: &'a [Edit],
+    pub moves: &'a [Move],
+}
+
 pub struct Outcome {
     pub graph: Graph,
     pub edits: Vec<Edit>,
@@ -19,6 +27,12 @@ pub struct Outcome {
     pub changed: Vec<bool>,
     pub report: Vec<RegionReport>,
     pub timings: Timings,
+}
+
+impl Outcome {
+    pub fn edits_out(&self) -> EditsOut<'_> {
+        EditsOut { edits: &self.edits, moves: &self.moves }
+    }
 }
 
 impl Analysis {
