@@ -364,6 +364,19 @@ def ptx_to_qdp_abi(ptx: str, entry: str, *, order: Sequence[int] | None = None, 
 
 
 @_calls_core
+def ptx_relabel_version(ptx: str, to: str) -> str:
+    """``.version`` lowered to ``to`` ("9.0") and ``.language`` dropped (a cuTile tile kernel
+    becomes a plain one); entries with hidden parameters are refused."""
+    return _core.ptx_relabel_version(ptx, to)
+
+
+@_calls_core
+def ptx_drop_arch_suffix(ptx: str) -> str:
+    """``.target sm_90a`` -> ``.target sm_90``; text without the suffix comes back unchanged."""
+    return _core.ptx_drop_arch_suffix(ptx)
+
+
+@_calls_core
 def ptx_from_cubin(cubin: bytes) -> str:
     """The PTX tileiras embedded in a cuTile CUBIN."""
     return _core.ptx_from_cubin(cubin)

@@ -24,4 +24,4 @@ pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
 pub use span::Span;
 pub use qdp::{check_slots, to_qdp_abi, QdpPtx, QdpSlots, QdpSpec};
-pub use rewrite::{check_version, drop_trailing_scratch, permute_params, relabel_version};
+pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};

@@ -18,6 +18,9 @@ pub struct Module {
     pub version_span: Span,
     /// `.target sm_90a` -> `["sm_90a"]`; more with `, debug` and the like.
     pub target: Vec<String>,
+    /// Each target word of `target`, in order.
+    #[serde(skip)]
+    pub target_spans: Vec<Span>,
     pub address_size: Option<u32>,
     pub entries: Vec<Entry>,
     /// cuTile's `.nv_intermediate_source_section { ... }` (Tile IR source, which only ISA 9.4
@@ -118,6 +121,7 @@ pub fn parse(src: &str) -> Result<Module> {
     let mut p = Parser { src, m: mask(src)?, pos: 0 };
     let mut version = None;
     let mut target = Vec::new();
+    let mut target_spans = Vec::new();
     let mut address_size = None;
     let mut entries = Vec::new();
     let mut intermediate_source = None;
@@ -133,6 +137,7 @@ pub fn parse(src: &str) -> Result<Module> {
             ".target" => loop {
                 let w = p.word_after(t, "a target after `.target`")?;
                 target.push(p.text(w).to_owned());
+                target_spans.push(p.span(w));
                 if !p.eat_on_line(b',') {
                     break;
                 }
@@ -162,6 +167,7 @@ pub fn parse(src: &str) -> Result<Module> {
         version,
         version_span,
         target,
+        target_spans,
         address_size,
         entries,
         has_intermediate_source: intermediate_source.is_some(),

@@ -117,6 +117,23 @@ pub fn relabel_version(ptx: &str, to: IsaVersion) -> Result<String> {
     Ok(apply(ptx, edits))
 }
 
+/// `.target sm_90a` -> `.target sm_90`: drop the arch-specific suffix, so the PTX is plain
+/// sm_90 code that the driver also JIT-compiles for later GPUs. Whether the kernel uses
+/// arch-specific instructions (wgmma, setmaxnreg, ...) is not checked here: assemble the
+/// result for the plain target to find out. Text without such a suffix comes back unchanged.
+pub fn drop_arch_suffix(ptx: &str) -> Result<String> {
+    let m = parse(ptx)?;
+    let mut edits = Vec::new();
+    for (word, span) in m.target.iter().zip(&m.target_spans) {
+        if let Some(base) = word.strip_suffix('a') {
+            if base.starts_with("sm_") && base[3..].chars().all(|c| c.is_ascii_digit()) && base.len() > 3 {
+                edits.push((*span, base.to_owned()));
+            }
+        }
+    }
+    Ok(apply(ptx, edits))
+}
+
 pub(crate) fn check_permutation(e: &Entry, order: &[usize]) -> Result<()> {
     let n = e.params.len();
     let mut seen = vec![0usize; n];
@@ -311,5 +328,15 @@ mod tests {
         assert_eq!(whole_line(s, Span { start: 2, end: 13 }), Span { start: 2, end: 14 });
         let s = "a .language 7 b";
         assert_eq!(whole_line(s, Span { start: 2, end: 13 }), Span { start: 2, end: 13 });
+    }
+
+    #[test]
+    fn drops_only_the_arch_suffix_of_the_target() {
+        let src = ".version 9.0\n.target sm_90a // arch\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\nret;\n}\n";
+        let out = drop_arch_suffix(src).unwrap();
+        assert_eq!(out, src.replacen("sm_90a", "sm_90", 1));
+        assert_eq!(drop_arch_suffix(&out).unwrap(), out);
+        let debug = ".version 9.0\n.target sm_100a, debug\n.entry k()\n{\nret;\n}\n";
+        assert!(drop_arch_suffix(debug).unwrap().contains(".target sm_100, debug"));
     }
 }

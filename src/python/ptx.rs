@@ -12,6 +12,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ptx_drop_trailing_scratch, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_check_version, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_relabel_version, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_drop_arch_suffix, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_to_qdp_abi, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_from_cubin, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_cubin_params, m)?)?;
@@ -67,6 +68,12 @@ fn ptx_relabel_version(ptx_text: &str, to: &str) -> PyResult<String> {
         let to = to.parse().map_err(to_py)?;
         ptx::relabel_version(ptx_text, to).map_err(to_py)
     })
+}
+
+/// `.target sm_90a` -> `.target sm_90` (see `ptx::drop_arch_suffix`).
+#[pyfunction]
+fn ptx_drop_arch_suffix(ptx_text: &str) -> PyResult<String> {
+    guarded("ptx_drop_arch_suffix", ptx_text, || ptx::drop_arch_suffix(ptx_text).map_err(to_py))
 }
 
 /// All QDP changes at once. `spec_json`: `{"entry", "trailing_scratch": [..], "order": [..],

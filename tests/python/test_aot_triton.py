@@ -62,7 +62,8 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
         ptx = k.code.decode()
         module = core.ptx_parse(ptx)
         assert module.version == k.ptx_version == "9.0"  # capped for a CUDA 13.0 driver
-        assert module.target[0] == "sm_90a"
+        # Nothing in these kernels is Hopper-specific, so the target carries no "a" suffix.
+        assert module.target[0] == "sm_90" and k.meta["arch_specific"] is None
         (entry,) = [e for e in module.entries if e.name == k.entry]
         params = entry.params
         n_extra, n_out = len(k.extras), len(k.output_dtypes)

@@ -17,7 +17,9 @@ Torch-TensorRT's Python code.
    ``QDP_REGISTRY`` whichever name code imports it under.
 
 Plugin packages: 11.1.0.106 is installed in the Torch-TensorRT venv's site-packages; 11.4.0.106
-is unpacked at ``<venv>/trt-11.4.0.106``. Both are found relative to ``sys.prefix``.
+is unpacked at ``<venv>/trt-11.4.0.106``. Both are found relative to ``sys.prefix``, or in the
+directory ``$TTA_TRT_BINDINGS`` names (one holding ``tensorrt_bindings/``; only its ``plugin``
+package is imported, so another venv's copy serves, e.g. for the cuTile kernels of ``.venv``).
 
 ``plugin_build.py`` runs a QDP plugin through TensorRT's build-time call order (what
 ``INetworkDefinition.add_plugin(..., aot=True)`` and the builder do) and records the result.
@@ -42,7 +44,10 @@ def plugin_package_dir(plugin_version: str = "11.1") -> str:
     """The directory holding the wheel's ``tensorrt_bindings`` for this version."""
     if plugin_version not in VERSIONS:
         raise ValueError(f"plugin_version must be one of {sorted(VERSIONS)}, got {plugin_version!r}")
-    if plugin_version == "11.4":
+    override = os.environ.get("TTA_TRT_BINDINGS")
+    if override:
+        candidates = [override]
+    elif plugin_version == "11.4":
         candidates = [os.path.join(sys.prefix, "trt-11.4.0.106")]
     else:
         candidates = glob.glob(os.path.join(sys.prefix, "lib", "python3*", "site-packages"))

@@ -108,16 +108,11 @@ class Weights:
 # -- tensors and layers --
 
 
-class ILayer:
-    """A layer: ``name``, ``metadata`` (TensorRT shows it in the engine inspector), its tensors."""
+class _TensorIO:
+    """``num_inputs``/``get_input``, ``num_outputs``/``get_output``: layers and networks alike."""
 
-    def __init__(self, network: "INetworkDefinition", type: LayerType, inputs: Sequence[ITensor], n_outputs: int) -> None:  # noqa: A002
-        self.network = network
-        self.type = type
-        self.name = f"({type.name}) [{len(network.layers)}]"
-        self.metadata = ""
-        self.inputs = list(inputs)
-        self.outputs = [_tensor(f"{self.name}_output_{i}", (), DataType.FLOAT, self) for i in range(n_outputs)]
+    inputs: list
+    outputs: list
 
     @property
     def num_inputs(self) -> int:
@@ -132,8 +127,21 @@ class ILayer:
 
     def get_output(self, i: int) -> ITensor:
         if not 0 <= i < len(self.outputs):
-            raise IndexError(f"layer {self.name!r} has {len(self.outputs)} output(s), asked for {i}")
+            raise IndexError(f"{self.name!r} has {len(self.outputs)} output(s), asked for {i}")
         return self.outputs[i]
+
+
+class ILayer(_TensorIO):
+    """A layer: ``name``, ``metadata`` (TensorRT shows it in the engine inspector), its tensors."""
+
+    def __init__(self, network: "INetworkDefinition", type: LayerType, inputs: Sequence[ITensor], n_outputs: int) -> None:  # noqa: A002
+        self.network = network
+        self.type = type
+        self.name = f"({type.name}) [{len(network.layers)}]"
+        self.metadata = ""
+        self.inputs = list(inputs)
+        self.outputs = [_tensor(f"{self.name}_output_{i}", (), DataType.FLOAT, self) for i in range(n_outputs)]
+
 
 
 class IPluginV3Layer(ILayer):
@@ -167,7 +175,7 @@ def _depends_on_dynamic(expr, shapes: Sequence[Sequence[int]]) -> bool:
     return False
 
 
-class INetworkDefinition:
+class INetworkDefinition(_TensorIO):
     """A network under construction. ``calls`` lists every mutating call in order as
     ``(method, details)``; tests read it."""
 
@@ -184,22 +192,8 @@ class INetworkDefinition:
     def num_layers(self) -> int:
         return len(self.layers)
 
-    @property
-    def num_inputs(self) -> int:
-        return len(self.inputs)
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self.outputs)
-
     def get_layer(self, i: int) -> ILayer:
         return self.layers[i]
-
-    def get_input(self, i: int) -> ITensor:
-        return self.inputs[i]
-
-    def get_output(self, i: int) -> ITensor:
-        return self.outputs[i]
 
     def get_flag(self, flag: NetworkDefinitionCreationFlag) -> bool:
         return bool(self.flags & (1 << int(flag)))

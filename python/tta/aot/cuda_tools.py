@@ -119,6 +119,14 @@ def ptxas(isa: str) -> str:
     raise PluginError(f"no ptxas that reads PTX ISA {isa} was found (tried: {', '.join(seen) or 'none'}); set TTA_PTXAS")
 
 
+def find_ptxas(isa: str) -> str | None:
+    """Like ``ptxas`` but None when there is none."""
+    try:
+        return ptxas(isa)
+    except PluginError:
+        return None
+
+
 def assemble(ptx: str, sm: int, arch_suffix: str = "a") -> bytes:
     """PTX -> CUBIN for ``sm_{sm}{arch_suffix}`` with a ptxas that reads the PTX's ISA."""
     m = re.search(r"^\s*\.version\s+(\d+\.\d+)", ptx, re.M)

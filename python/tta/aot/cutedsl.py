@@ -271,7 +271,8 @@ def _isa_option(max_ptx: int | str | None) -> int | None:
 def toolchain() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    info = {}
+    # "target": how the PTX target is chosen (part of the cache key, so changing it recompiles).
+    info = {"target": "plain unless the kernel needs sm_XXa"}
     for pkg in ("nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-cu12", "nvidia-cutlass-dsl-libs-cu13"):
         try:
             info[pkg] = version(pkg)
@@ -322,7 +323,9 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
     # The kernel's declared parameters are checked against the traced ones (count and kinds) here.
     qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, user_params=len(params), permutation=ptxabi.qdp_order(params), slots=slots,
                                max_ptx=max_ptx if fits else None, where=here)
+    arch_specific = None
     if fits:
+        qdp, arch_specific = ptxabi.plain_target(qdp, sm, cuda_tools.find_ptxas(version), here)
         code, code_format = qdp.encode(), "ptx"
     else:
         code, code_format = cuda_tools.assemble(qdp, sm), "cubin"
@@ -347,6 +350,7 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
             "host": [{"name": h.name, "kind": h.kind, "port": h.port, "expr": h.expr} for h in plan.host],
             "kernel_params": [list(p) for p in params],
             "reqntid": None if reqntid is None else list(reqntid),
+            "arch_specific": arch_specific,
             "note": "; ".join(notes) or None,
         },
     )

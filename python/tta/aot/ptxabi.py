@@ -80,3 +80,28 @@ def check_cubin_layout(cubin: bytes, entry: str, slots: QdpSlots, where: str) ->
 
 def entry_of(ptx: str, name: str) -> PtxEntry:
     return core.ptx_parse(ptx).entry(name)
+
+
+def plain_target(ptx: str, sm: int, ptxas: str | None, where: str = "") -> tuple[str, str | None]:
+    """The PTX with ``.target sm_90a`` made ``sm_90`` when the kernel needs nothing
+    arch-specific, which is when ``ptxas`` (an assembler that reads the PTX's ISA) assembles it
+    for the plain target. Otherwise the PTX is unchanged and the second value says why the
+    suffix stays. Plain targets also JIT-compile on later GPUs; ``sm_90a`` loads only on sm_90."""
+    import os
+    import subprocess
+    import tempfile
+
+    plain = core.ptx_drop_arch_suffix(ptx)
+    if plain == ptx:
+        return ptx, None
+    if not ptxas:
+        return ptx, "no ptxas to check the plain target with"
+    with tempfile.TemporaryDirectory(prefix="tta-target-") as d:
+        src = os.path.join(d, "k.ptx")
+        with open(src, "w") as f:
+            f.write(plain)
+        r = subprocess.run([ptxas, f"-arch=sm_{sm}", src, "-o", os.path.join(d, "k.cubin")], capture_output=True, text=True)
+    if r.returncode != 0:
+        first = (r.stderr.replace(src, "k.ptx").strip().splitlines() or ["ptxas failed"])[0]
+        return ptx, f"{where}: needs sm_{sm}a: {first}"
+    return plain, None

@@ -277,10 +277,25 @@ def ptx_version_option(sm: int, max_ptx: int | None) -> int | None:
     return max_ptx if default > max_ptx else None
 
 
+def _ptxas_path(sm: int) -> str | None:
+    """The ptxas Triton compiles with (it reads the PTX ISA Triton emits)."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        try:
+            tool = get_ptxas(sm)
+        except TypeError:  # Triton versions whose get_ptxas takes no arch
+            tool = get_ptxas()
+        return str(tool.path if hasattr(tool, "path") else tool[0])
+    except Exception:  # pragma: no cover - toolchain layout moved
+        return None
+
+
 def toolchain() -> dict[str, str]:
     import triton
 
-    info = {"triton": triton.__version__}
+    # "target": how the PTX target is chosen (part of the cache key, so changing it recompiles).
+    info = {"triton": triton.__version__, "target": "plain unless the kernel needs sm_XXa"}
     try:
         from triton.backends.nvidia.compiler import get_ptxas
 
@@ -339,6 +354,7 @@ def build(
         max_ptx=max_ptx,
         where=f"{where}: kernel {kname}",
     )
+    abi_ptx, arch_specific = ptxabi.plain_target(abi_ptx, sm, _ptxas_path(sm), f"{where}: kernel {kname}")
     return Artifact(
         entry=md.name,
         code=abi_ptx.encode(),
@@ -356,6 +372,7 @@ def build(
             "baked": {k: _jsonable(v) for k, v in plan.baked.items()},
             "params": [dataclasses.asdict(p) | {"value": _jsonable(p.value)} for p in plan.params],
             "pointer_divisibility": pointer_divisibility,
+            "arch_specific": arch_specific,
         },
     )
 

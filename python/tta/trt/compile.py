@@ -116,6 +116,8 @@ def compile(  # noqa: A001 - the public name is tta.compile
     else:
         ep = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
     settings = dict(torch_tensorrt_settings)
+    if settings.pop("ir", "dynamo") != "dynamo":
+        raise PluginError("tta.compile builds through Torch-TensorRT's dynamo path; leave ir= out or pass ir='dynamo'")
     if "inputs" not in settings and "arg_inputs" not in settings:
         settings["arg_inputs"] = _inputs(ep, example_inputs)
     if sm is None:

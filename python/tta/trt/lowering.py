@@ -91,6 +91,7 @@ def outline_regions(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphMo
         if result.refused:
             lines = "\n".join(f"  region {r.id} at {r.source or '?'}: {r.reason}" for r in result.refused)
             raise PluginError(f"tta: {len(result.refused)} region(s) cannot be lowered to TensorRT plugins:\n{lines}")
+        gm = result.program  # the same module, now holding the rewritten graph
         by_name = {n.name: n for n in gm.graph.nodes}
         for r in result.outlined:
             node = by_name.get(r.node)

@@ -2,12 +2,13 @@
 
 Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compile``):
 
-``register(op_name, *, sm=90, max_ptx=90) -> str``
+``register(op_name, *, sm=KEEP, max_ptx=KEEP, allow_cubin=KEEP) -> str``
     Define plugin ``"tta::<op_name>"`` for the ``tta::<op_name>`` torch op (``trtp.register``,
     ``trtp.autotune``, ``trtp.aot_impl``) and return its id. Idempotent and thread-safe: the
-    trtp definitions are made once per process; a later call only updates the target
-    (``sm``: compute capability the kernels are compiled for; ``max_ptx``: newest PTX ISA the
-    target driver JIT-compiles, Triton's spelling, 90 = ISA 9.0). The op must have been created
+    trtp definitions are made once per process; a later call only updates the target options
+    it is given (``sm``: compute capability the kernels are compiled for, default 90;
+    ``max_ptx``: newest PTX ISA the target driver JIT-compiles, Triton's spelling, default
+    90 = ISA 9.0, None = no cap; ``allow_cubin``, default False: see below). The op must have been created
     by ``tta.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
     attributes: call the op as ``trtp.op.tta.<op_name>(*itensors)``.
 
@@ -19,8 +20,26 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
     kept tactic ids; raises ``PluginError`` naming the range and the guard when none is left.
     Call it before the engine build (the converter does, per plugin layer).
 
-``tactics(op_name) -> dict[int, CompiledKernel]``
+``tactics(op_name, input_dtypes=None) -> dict[int, CompiledKernel]``
     Every tactic id of the op and its kernel (compiling if needed).
+
+``define(name, plugin, input_metas, output_fn, *, dtypes=None, attributes=(), ...)``
+    The same for any tta ``Plugin`` (what ``register`` uses; custom ops reuse it): several
+    input dtype combinations, and attributes (``Attribute(name, type)``: ``str``, ``bytes``,
+    ``bool``; ``int``/``float`` only where the plugin package can create them, i.e. not on
+    TensorRT <= 11.1 with NumPy >= 2.4). Attribute values reach ``aot_impl`` in registration
+    order; kernels are keyed by dtypes and tactic.
+
+What TensorRT gets per (type combination, tactic): ``aot_impl`` returns the compiled kernel's
+entry name and PTX from the compile cache, ``KernelLaunchParams`` (grid from the kernel's shape
+expressions over the inputs' ``shape_expr``; block and dynamic shared memory as ints) and the
+int32 extras as ``SymInt32``s, all built inside ``aot_impl`` from Python ``int``s. Tactic ids are
+positive int32s hashed from (backend, launch function, config), the same in every process.
+
+PTX only, by default: TensorRT documents nothing else for AOT plugins. cuTile compiles to a
+CUBIN; its embedded PTX is turned into a plain kernel where that is possible
+(``aot/cutile_ptx.py``), and otherwise the op is refused with the reason.
+``allow_cubin=True`` ships CUBINs instead (unverified under TensorRT).
 """
 
 from __future__ import annotations
@@ -39,6 +58,9 @@ from . import qdp_shapes, tactics as _tactics
 
 NAMESPACE = "tta"
 
+# "Leave this target option as it is" (a new plugin starts at sm 90, max_ptx 90, no CUBIN).
+KEEP = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
+
 # tta dtype names -> TensorRT DataType member names (autotune strings and descriptor dtypes).
 TRT_DTYPES = {
     "float32": "FLOAT",
@@ -53,11 +75,9 @@ TRT_DTYPES = {
 }
 
 CUBIN_REFUSAL = (
-    "its kernel is a CUBIN ({backend}): TensorRT documents only PTX for AOT plugins, and cuTile cannot give PTX "
-    "that a CUDA 13.0 driver loads (tileiras has no PTX output; the PTX it embeds in the CUBIN is an ISA 9.4 tile "
-    "kernel, and turning it into a plain ISA 9.0 kernel drops what the driver's tile-kernel launch relies on). "
-    "Use a Triton or CuTeDSL kernel under TensorRT, or pass allow_cubin=True to ship the CUBIN (unverified: no "
-    "TensorRT source or document shows a CUBIN being accepted)"
+    "its kernel is a CUBIN ({backend}) and TensorRT documents only PTX for AOT plugins; {why}. Use a kernel that "
+    "compiles to PTX, or pass allow_cubin=True to ship the CUBIN (unverified: no TensorRT source or document shows "
+    "a CUBIN being accepted)"
 )
 
 
@@ -66,7 +86,9 @@ class Attribute:
     """A plugin attribute: name and Python type. ``str``, ``bytes`` and ``bool`` work with every
     TensorRT 10.9-11.4; ``int`` and ``float`` fail at plugin creation on TensorRT <= 11.1 with
     NumPy >= 2.4 (the package calls ``int()`` on a 1-element array), so they are refused there.
-    Values are passed to ``aot_impl`` and to the kernel's launch code as keyword config."""
+    ``aot_impl`` receives every value, in registration order (TensorRT does not serialize AOT
+    attributes); the kernels compiled today do not depend on them: specializing a kernel by
+    attribute value is for the custom-op path to add."""
 
     name: str
     type: type
@@ -88,6 +110,7 @@ class _Entry:
     allow_cubin: bool = False
     allowed: list[int] | None = None  # set by restrict_tactics
     compiled: dict[tuple, dict[int, CompiledKernel]] = field(default_factory=dict)
+    cubin_reasons: dict[int, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -99,17 +122,32 @@ class _Entry:
 
     def kernels(self, input_dtypes: Sequence[str]) -> dict[int, CompiledKernel]:
         """tactic id -> kernel for these input dtypes on the current target (compiled once,
-        through the compile cache)."""
-        key = (tuple(input_dtypes), self.sm, self.max_ptx)
+        through the compile cache). cuTile CUBINs become PTX where they can (``cutile_ptx``);
+        where not, the CUBIN stays and ``cubin_reasons`` says why."""
+        key = (tuple(input_dtypes), self.sm, self.max_ptx, self.allow_cubin)
         with self.lock:
             got = self.compiled.get(key)
             if got is None:
                 from ..aot.compile import compile_plugin
 
                 ks = compile_plugin(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
-                got = dict(zip(self.tactic_ids, ks))
+                got = {}
+                for tid, k in zip(self.tactic_ids, ks):
+                    if k.backend == "cutile" and k.code_format == "cubin" and not self.allow_cubin:
+                        from ..aot.cutile_ptx import ptx_variant
+
+                        try:
+                            k = ptx_variant(k, self.max_ptx, f"{self.plugin_id} tactic {tid}")
+                        except PluginError as e:
+                            self.cubin_reasons[tid] = str(e)
+                    got[tid] = k
                 self.compiled[key] = got
             return got
+
+    def refuse_cubin(self, tactic: int, k: CompiledKernel) -> None:
+        if k.code_format != "ptx" and not self.allow_cubin:
+            why = self.cubin_reasons.get(tactic, f"{k.backend} gives no PTX")
+            raise PluginError(f"{self.plugin_id}: cannot go into a TensorRT engine: " + CUBIN_REFUSAL.format(backend=k.backend, why=why))
 
 
 _entries: dict[str, _Entry] = {}
@@ -156,14 +194,14 @@ def define(
     *,
     dtypes: Sequence[Sequence[str]] | None = None,
     attributes: Sequence[Attribute] = (),
-    sm: int = 90,
-    max_ptx: int | None = 90,
-    allow_cubin: bool = False,
+    sm: Any = KEEP,
+    max_ptx: Any = KEEP,
+    allow_cubin: Any = KEEP,
 ) -> str:
     """Define plugin ``tta::<name>`` for a tta ``Plugin`` whose kernels take ``input_metas``
     (a dim that is None is dynamic) and whose outputs ``output_fn`` computes from fake inputs.
     ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``).
-    Idempotent per name; a later call only updates the target (sm, max_ptx, allow_cubin)."""
+    Idempotent per name; a later call only updates the target options it is given."""
     with _lock:
         entry = _entries.get(name)
         if entry is None:
@@ -172,8 +210,13 @@ def define(
             _entries[name] = entry
         elif entry.plugin is not plugin and getattr(entry.plugin, "key", None) != getattr(plugin, "key", None):
             raise PluginError(f"plugin {entry.plugin_id} is already defined for {entry.plugin!r}, not {plugin!r}")
-        if (entry.sm, entry.max_ptx, entry.allow_cubin) != (sm, max_ptx, allow_cubin):
-            entry.sm, entry.max_ptx, entry.allow_cubin = sm, max_ptx, allow_cubin
+        with entry.lock:
+            if sm is not KEEP:
+                entry.sm = int(sm)
+            if max_ptx is not KEEP:
+                entry.max_ptx = None if max_ptx is None else int(max_ptx)
+            if allow_cubin is not KEEP:
+                entry.allow_cubin = bool(allow_cubin)
         return entry.plugin_id
 
 
@@ -314,8 +357,7 @@ def _aot_impl(entry: _Entry, inputs, attr_values: dict, outputs, tactic: int):
     if tactic not in kernels or tactic not in offered_tactics(entry):
         raise PluginError(f"{where}: tactic {tactic} is not one of the offered tactics {offered_tactics(entry)}")
     k = kernels[tactic]
-    if k.code_format != "ptx" and not entry.allow_cubin:
-        raise PluginError(f"{where}: cannot go into a TensorRT engine: " + CUBIN_REFUSAL.format(backend=k.backend))
+    entry.refuse_cubin(tactic, k)
     scope = qdp_shapes.symbols(inputs)
 
     def sym(text, what):
@@ -336,7 +378,7 @@ def _aot_impl(entry: _Entry, inputs, attr_values: dict, outputs, tactic: int):
 # -- the op-level interface --------------------------------------------------------------------
 
 
-def register(op_name: str, *, sm: int = 90, max_ptx: int | None = 90, allow_cubin: bool = False) -> str:
+def register(op_name: str, *, sm: Any = KEEP, max_ptx: Any = KEEP, allow_cubin: Any = KEEP) -> str:
     """See the module docstring."""
     entry = _entries.get(op_name)
     if entry is not None:
@@ -389,8 +431,7 @@ def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]
     refusals: dict[int, str] = {}
     for ins, _ in entry.combos:
         for tid, k in entry.kernels(ins).items():
-            if k.code_format != "ptx" and not entry.allow_cubin:
-                raise PluginError(f"{where}: cannot go into a TensorRT engine: " + CUBIN_REFUSAL.format(backend=k.backend))
+            entry.refuse_cubin(tid, k)
             failed = None
             for g in k.meta.get("guards", []):
                 ok, witness = _tactics.guard_over(g, ranges)

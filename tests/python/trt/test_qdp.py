@@ -176,9 +176,10 @@ def test_cubin_is_refused_unless_asked_for():
     entry = qdp._entries[name]
     kernels = qdp.tactics(name, ["float32", "float32"])
     fake = {t: k.__class__(**{**k.__dict__, "code": b"\x7fELF cubin", "code_format": "cubin", "backend": "cutile"}) for t, k in kernels.items()}
-    key = (("float32", "float32"), entry.sm, entry.max_ptx)
-    saved = entry.compiled[key]
-    entry.compiled[key] = fake
+    keys = [(("float32", "float32"), entry.sm, entry.max_ptx, allow) for allow in (False, True)]
+    saved = {key: entry.compiled.get(key) for key in keys}
+    for key in keys:
+        entry.compiled[key] = fake
     try:
         added = add_plugin_aot(trtp.op.tta.ex_triton_add_relu(*_itensors(ex, torch.float32)))
         with pytest.raises(PluginError, match="TensorRT documents only PTX for AOT plugins"):
@@ -186,8 +187,12 @@ def test_cubin_is_refused_unless_asked_for():
         qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, allow_cubin=True)
         assert all(k.code == b"\x7fELF cubin" for k in build_plugin(added, _profile(ex, torch.float32)))
     finally:
-        entry.compiled[key] = saved
-        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
+        for key, value in saved.items():
+            if value is None:
+                entry.compiled.pop(key, None)
+            else:
+                entry.compiled[key] = value
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, allow_cubin=False)
 
 
 class _Block(torch.nn.Module):
@@ -252,6 +257,37 @@ def test_rmsnorm_region_profile_beyond_its_block_is_refused(rewritten):
     assert len(qdp.restrict_tactics(op, [[(1, 64), (16, 16), (64, 64)], [(64, 64)]])) == 2
     with pytest.raises(PluginError, match="input 0 dim 2 was 64 when the kernels were compiled"):
         qdp.restrict_tactics(op, [[(1, 64), (16, 16), (1, 8192)], [(64, 64)]])
+
+
+def test_a_later_register_keeps_the_target_it_is_not_given():
+    ex, pid = _define_example("triton_softmax")
+    name = pid.split("::")[1]
+    entry = qdp._entries[name]
+    try:
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=100, max_ptx=None)
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn)
+        assert (entry.sm, entry.max_ptx, entry.allow_cubin) == (100, None, False)
+    finally:
+        qdp.define(name, entry.plugin, entry.input_metas, entry.output_fn, sm=90, max_ptx=90)
+
+
+def test_str_and_bool_attributes_reach_aot_impl():
+    ex = by_name("triton_add_relu")
+    attrs = [qdp.Attribute("mode", str), qdp.Attribute("flag", bool)]
+    pid = qdp.define("ex_attrs", ex.plugin(), ex.input_metas(torch.float32), ex.meta, attributes=attrs)
+    seen = []
+    original = qdp._aot_impl
+    qdp._aot_impl = lambda entry, inputs, values, outputs, tactic: seen.append(values) or original(entry, inputs, values, outputs, tactic)
+    try:
+        x = _itensors(ex, torch.float32)
+        added = add_plugin_aot(trtp.op.tta.ex_attrs(*x, mode="fast", flag=True))
+        assert added.plugin.attrs == {"mode": "fast", "flag": True}
+        assert len(build_plugin(added, _profile(ex, torch.float32))) == len(ex.configs)
+    finally:
+        qdp._aot_impl = original
+    assert seen and all(v == {"mode": "fast", "flag": True} for v in seen)
+    with pytest.raises(ValueError, match="Unexpected schema"):
+        trtp.op.tta.ex_attrs(*x, flag=True, mode="fast")
 
 
 def test_unknown_op_and_attribute_rules():
