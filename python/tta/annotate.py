@@ -10,6 +10,7 @@ survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import sys
@@ -25,7 +26,10 @@ TAG_PREFIX = "tta_region:"
 
 _counter = itertools.count(1)
 _active = threading.local()
-_SKIP_FILES = (contextlib.__file__, os.path.dirname(__file__))
+# Frames that are never the user's: this package, contextlib's decorator plumbing, and torch
+# (nn.Module.__call__, export's tracing), which sit between a decorated forward and its caller.
+_SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (os.path.dirname(__file__) + os.sep,)
+_SKIP_FILES = (contextlib.__file__,)
 
 
 @torch._dynamo.assume_constant_result
@@ -35,24 +39,28 @@ def _next_id() -> int:
     return next(_counter)
 
 
+def _is_user_frame(filename: str) -> bool:
+    return not (filename.startswith(_SKIP_DIRS) or filename in _SKIP_FILES)
+
+
 def _call_site() -> str | None:
-    """``file:line`` of the user's ``with`` statement or decorated call."""
+    """``file:line`` of the user's ``with`` statement."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_FILES):
+    while frame is not None and not _is_user_frame(frame.f_code.co_filename):
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
 @contextlib.contextmanager
-def _region(impl: Plugin, name: str | None):
+def _region(impl: Plugin, name: str | None, site: str | None = None):
     rid = f"{name or impl.name}:{_next_id()}"
     if torch.compiler.is_dynamo_compiling():
         # Dynamo runs fx_traceback.annotate eagerly and records node meta itself. Frames and
         # thread-locals are not visible here; nesting is caught from the graph instead.
-        with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": None}}):
+        with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}):
             yield
         return
-    site = _call_site()
+    site = site or _call_site()
     stack = getattr(_active, "stack", None)
     if stack is None:
         stack = _active.stack = []
@@ -73,7 +81,42 @@ def _region(impl: Plugin, name: str | None):
         stack.pop()
 
 
-def lower_as(impl: Plugin, name: str | None = None):
+class _LowerAs:
+    """What ``lower_as`` returns: a context manager (one region per ``with``) and a decorator
+    (one region per call). A decorated function's region is located at its decorator line:
+    the frame that calls it is torch's ``nn.Module.__call__`` or an export tracer, never
+    the user's code."""
+
+    def __init__(self, impl: Plugin, name: str | None):
+        self.impl, self.name = impl, name
+        self._cm = None
+
+    def __enter__(self):
+        if self._cm is not None:
+            raise AnnotationError("a tta.lower_as(...) object is entered once; write `with tta.lower_as(impl):` at each use")
+        self._cm = _region(self.impl, self.name)
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc):
+        cm, self._cm = self._cm, None
+        return cm.__exit__(*exc)
+
+    def __call__(self, fn):
+        if not callable(fn):
+            raise AnnotationError(f"@tta.lower_as(...) decorates a function, got {type(fn).__name__}")
+        code = getattr(fn, "__code__", None)
+        site = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+        impl, name = self.impl, self.name
+
+        @functools.wraps(fn)
+        def region_call(*args, **kwargs):
+            with _region(impl, name, site):
+                return fn(*args, **kwargs)
+
+        return region_call
+
+
+def lower_as(impl: Plugin, name: str | None = None) -> _LowerAs:
     """Mark a region to be replaced by ``impl``; a context manager and a decorator.
 
     ``impl`` is a ``tta.custom_plugin(...)``. ``name`` labels the region in reports. Every
@@ -81,4 +124,6 @@ def lower_as(impl: Plugin, name: str | None = None):
     """
     if not isinstance(impl, Plugin):
         raise PluginError(f"lower_as(impl=...) takes a tta.custom_plugin(...), got {type(impl).__name__}")
-    return _region(impl, name)
+    if name is not None and not isinstance(name, str):
+        raise PluginError(f"lower_as(name=...) is a string that labels the region, got {type(name).__name__}")
+    return _LowerAs(impl, name)

@@ -2,7 +2,13 @@
 
     tta report tests/fixtures/loop12.json          # region report + rewritten graph
     tta report graph.json --impls impls.json --json
+
+Write a graph file from Python with ``tta.save_graph(program, "graph.json")`` (or
+``python -m tta.graph_file model.pt2 graph.json``).
 """
+
+# Only the Rust core and the standard library: the pass takes a millisecond, importing torch
+# takes seconds, and nothing here needs it.
 
 from __future__ import annotations
 
@@ -14,22 +20,60 @@ from . import core
 from .errors import GraphError
 
 
-def _report(args: argparse.Namespace) -> int:
-    with open(args.file) as f:
-        doc = json.load(f)
-    # A fixture file holds {"graph", "impls"}; a bare graph file is the graph itself.
-    graph_doc = doc.get("graph", doc)
-    impls = doc.get("impls", {})
-    if args.impls:
-        with open(args.impls) as f:
-            impls = json.load(f)
+class _BadInput(Exception):
+    """A file the report cannot read; the message is the one line the user sees."""
+
+
+def _read_json(path: str, what: str):
     try:
-        outcome = core.analyze(json.dumps(graph_doc), impls).outline()
-    except GraphError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise _BadInput(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise _BadInput(f"{path}: is a directory, not a {what} file") from None
+    except OSError as e:
+        raise _BadInput(f"{path}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError:
+        raise _BadInput(f"{path}: not a {what} file (not UTF-8 text)") from None
+    except json.JSONDecodeError as e:
+        if e.pos >= len(e.doc.rstrip()) or e.msg.startswith("Unterminated"):
+            raise _BadInput(f"{path}: not valid JSON: it ends early (is the file truncated?)") from None
+        raise _BadInput(f"{path}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+
+
+def _object(value, path: str, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise _BadInput(f"{path}: {what} must be a JSON object, got {_json_type(value)}")
+    return value
+
+
+def _json_type(v) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), "a number")
+
+
+def _inputs(args: argparse.Namespace) -> tuple[str, dict, dict | None]:
+    doc = _object(_read_json(args.file, "graph JSON"), args.file, "the graph file")
+    # A file from tta.save_graph holds {"graph", "impls", "selectors"?}; a bare graph file is
+    # the graph itself.
+    graph_doc = _object(doc["graph"], args.file, '"graph"') if "graph" in doc else doc
+    impls = _object(doc.get("impls", {}), args.file, '"impls"')
+    selectors = doc.get("selectors")
+    if selectors is not None:
+        _object(selectors, args.file, '"selectors"')
+    if args.impls:
+        impls = _object(_read_json(args.impls, "plugin declarations JSON"), args.impls, "the impls file")
+    return json.dumps(graph_doc), impls, selectors
+
+
+def _report(args: argparse.Namespace) -> int:
+    graph_json, impls, selectors = _inputs(args)
+    try:
+        outcome = core.analyze(graph_json, impls, selectors).outline()
+    except GraphError as e:
+        raise _BadInput(f"{args.file}: {e}") from None
     if args.json:
-        doc = {"report": outcome.report(), "edits": outcome.edits, "moves": outcome.moves}
+        doc = {"report": outcome.report(), "unmatched": outcome.unmatched(), "edits": outcome.edits, "moves": outcome.moves}
         print(json.dumps(core.to_jsonable(doc), indent=1))
     else:
         print(outcome.report_text())
@@ -46,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--json", action="store_true", help="print the report and edits as JSON")
     r.set_defaults(run=_report)
     args = p.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except _BadInput as e:
+        print(f"tta {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

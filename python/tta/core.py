@@ -201,6 +201,10 @@ class Outcome:
     def report_text(self) -> str:
         return self._raw.report_text()
 
+    def unmatched(self) -> dict[str, str]:
+        """Pattern label -> its closest partial match, for each pattern that occurs nowhere."""
+        return {u["pattern"]: u["closest"] for u in json.loads(self._raw.unmatched_json())}
+
     def graph_json(self) -> str:
         return self._raw.graph_json()
 

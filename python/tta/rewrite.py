@@ -57,7 +57,7 @@ class RewriteResult:
 
     def compile_kernels(self, sm: int = 90, max_ptx: int | None = 90, **options) -> dict[str, list]:
         """Compile, ahead of time, the kernels of every outlined plugin op for its region's
-        signature (``tta.aot.compile_kernels``): op name -> ``CompiledKernel``s."""
+        signature (``tta.aot.compile.compile_kernels``): op name -> ``CompiledKernel``s."""
         from .aot.compile import compile_kernels
 
         return compile_kernels(self.outlined, sm=sm, max_ptx=max_ptx, **options)
@@ -103,6 +103,13 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
         with lock, fake_mode if fake_mode is not None else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
         res = list(res) if isinstance(res, (tuple, list)) else [res]
+        bad = next((t for t in res if not isinstance(t, torch.Tensor)), None)
+        if bad is not None or not res:
+            got = "nothing" if not res else f"a {type(bad).__name__}"
+            code = getattr(plugin.meta_impl, "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+            return (f"meta_impl{where} returned {got}; it must return a tensor, or a tuple of tensors, "
+                    "shaped like the region's outputs (e.g. x.new_empty(x.shape))")
         return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
     except Exception as e:  # the user's meta_impl: report, never crash the rewrite
         return f"{type(e).__name__}: {e}"
@@ -173,12 +180,12 @@ def _with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
     )
 
 
-def _graph_of(program: Any) -> torch.fx.Graph:
+def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
     if isinstance(program, ExportedProgram):
         return program.graph
     if isinstance(program, torch.fx.GraphModule):
         return program.graph
-    raise TypeError(f"tta takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
+    raise TypeError(f"{caller} takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
 
 
 def _analyze(g: torch.fx.Graph, selectors) -> tuple[core.Analysis, graph.Serializer]:
@@ -220,7 +227,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
 
     # Edit a copy of the graph (a Graph copy generates no code) and put it in place only when
     # everything succeeded, so a failure midway leaves the caller's program as it was.
-    g = copy.deepcopy(_graph_of(program))
+    g = copy.deepcopy(_graph_of(program, "tta.rewrite"))
     root = program.graph_module if isinstance(program, ExportedProgram) else program
     lap("copy")
     analysis, serializer = _analyze(g, selectors)
@@ -238,15 +245,13 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     elif check:
         outcome.check_delta(serializer.delta(g))
     lap("check")
-    if isinstance(program, ExportedProgram):
-        result = _with_new_graph(program, g)
-    else:
-        if outcome.edits:
-            program.graph = g  # the setter regenerates the module's code
-        result = program
+    if not isinstance(program, ExportedProgram) and outcome.edits:
+        program.graph = g  # the setter regenerates the module's code
+    lap("recompile")
+    result = _with_new_graph(program, g) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
-    _selectors.warn_unmatched(selectors, regions)
+    _selectors.warn_unmatched(selectors, regions, outcome.unmatched())
     stages["total_s"] = time.perf_counter() - clock[0]
     stages["rust"] = outcome.timings()
     return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=stages)
@@ -258,7 +263,7 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
     (overlap, not convex, leaked values, unregistered impl), the ``reason``. The impl's
     signature and ``meta_impl`` are not checked here. For inspecting selectors."""
     with graph.NoGC():
-        analysis, _ = _analyze(_graph_of(program), selectors)
+        analysis, _ = _analyze(_graph_of(program, "tta.find_regions"), selectors)
         return analysis.members()
 
 

@@ -27,16 +27,10 @@ import torch.fx
 from torch import nn
 
 from . import graph
-from .errors import PluginError
+from .patterns import PatternSelector, check_impl, target_dtypes
 from .plugin import Plugin
 
 __all__ = ["ModuleSelector", "PatternSelector", "lower_pattern", "is_decomposed"]
-
-
-def _check_impl(impl: Any, where: str) -> Plugin:
-    if not isinstance(impl, Plugin):
-        raise PluginError(f"{where}: the impl must be a tta.custom_plugin(...), got {type(impl).__name__}")
-    return impl
 
 
 class ModuleSelector:
@@ -48,7 +42,7 @@ class ModuleSelector:
     def __init__(self, mapping: Mapping[type | str, Plugin]):
         self.entries: list[dict] = []
         for key, impl in mapping.items():
-            plugin = _check_impl(impl, f"lower_modules({key!r}: ...)")
+            plugin = check_impl(impl, f"lower_modules({key!r}: ...)")
             if isinstance(key, str):
                 self.entries.append({"path": key, "impl": plugin.key})
             elif isinstance(key, type) and issubclass(key, nn.Module):
@@ -63,84 +57,9 @@ class ModuleSelector:
         return f"ModuleSelector({', '.join(self.labels())})"
 
 
-class _Call(nn.Module):
-    """Wraps a pattern function so that torch.export can trace it like a model."""
-
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
-
-
-class PatternSelector:
-    """Every occurrence of the graph ``pattern`` traces to (see ``lower_pattern``)."""
-
-    def __init__(self, pattern: Callable | nn.Module, impl: Plugin, example_inputs: Sequence[Any], *,
-                 example_kwargs: Mapping[str, Any] | None = None, decompose: bool | None = None, name: str | None = None):
-        self.impl = _check_impl(impl, "lower_pattern")
-        if not callable(pattern):
-            raise TypeError(f"lower_pattern takes a function or an nn.Module as the pattern, got {type(pattern).__name__}")
-        if decompose not in (None, True, False):
-            raise TypeError(f"lower_pattern(decompose=...) is True, False or None (match the target), got {decompose!r}")
-        self.pattern = pattern
-        self.example_inputs = tuple(example_inputs)
-        tensors = [(i, t) for i, t in enumerate(self.example_inputs) if isinstance(t, torch.Tensor)]
-        for k, (i, a) in enumerate(tensors):
-            for j, b in tensors[k + 1:]:
-                if a is b:
-                    # export would trace both as one input, and the pattern would need one
-                    # producer read twice.
-                    raise TypeError(f"lower_pattern: example inputs {i} and {j} are the same tensor; pass distinct tensors (e.g. x.clone())")
-        self.example_kwargs = dict(example_kwargs or {})
-        self.decompose = decompose
-        self.name = name or getattr(pattern, "__name__", None) or type(pattern).__name__
-        self._docs: dict[bool, dict] = {}
-
-    def graph_doc(self, decomposed: bool) -> dict:
-        """The pattern's graph JSON (as a dict), exported once per form."""
-        doc = self._docs.get(decomposed)
-        if doc is None:
-            doc = self._docs[decomposed] = self._export(decomposed)
-        return doc
-
-    def _export(self, decomposed: bool) -> dict:
-        module = self.pattern if isinstance(self.pattern, nn.Module) else _Call(self.pattern)
-        ep = torch.export.export(module, self.example_inputs, kwargs=self.example_kwargs, strict=False)
-        if decomposed:
-            ep = ep.run_decompositions()
-        doc = graph.graph_to_dict(ep.graph_module.graph)
-        # Pattern inputs are its placeholders in order; put forward's inputs before the
-        # parameters, buffers and constants export lifts in front of them, so an impl for a
-        # module pattern takes (inputs..., weights...).
-        user = set(ep.graph_signature.user_inputs)
-        nodes = doc["nodes"]
-        head = [n for n in nodes if n["op"] == "placeholder"]
-        head = [n for n in head if n["name"] in user] + [n for n in head if n["name"] not in user]
-        doc["nodes"] = head + [n for n in nodes if n["op"] != "placeholder"]
-        # Annotations inside a pattern function mean nothing here.
-        doc.pop("regions", None)
-        for n in doc["nodes"]:
-            n.pop("regions", None)
-        return doc
-
-    def decomposed_for(self, target: torch.fx.GraphModule) -> bool:
-        return is_decomposed(target) if self.decompose is None else self.decompose
-
-    def apply(self, program, *, check: bool | str = True):
-        """``tta.rewrite(program, selectors=[self])``."""
-        from .rewrite import rewrite
-
-        return rewrite(program, selectors=[self], check=check)
-
-    def __repr__(self) -> str:
-        return f"PatternSelector({self.name}, impl={self.impl.key})"
-
-
 def lower_pattern(pattern: Callable | nn.Module, impl: Plugin, example_inputs: Sequence[Any], *,
                   example_kwargs: Mapping[str, Any] | None = None, decompose: bool | None = None,
-                  name: str | None = None) -> PatternSelector:
+                  name: str | None = None, pin_sizes: bool = False, pin_dtypes: bool = False) -> PatternSelector:
     """Select every occurrence of a subgraph: ``pattern`` (a function or an nn.Module) is
     exported with ``example_inputs`` like a model, and every occurrence of its graph in the
     target becomes a region replaced by ``impl``.
@@ -148,12 +67,15 @@ def lower_pattern(pattern: Callable | nn.Module, impl: Plugin, example_inputs: S
     The pattern's tensor inputs match any producer (for an nn.Module, its parameters and
     buffers are inputs too, after forward's); they are the region's inputs in that order, and
     the pattern's outputs are the region's outputs, in order.
-    Ops and literal arguments must match exactly, so give example inputs of the target's
-    shapes where the pattern reshapes. ``decompose`` picks the form to match, like with like:
-    True matches ``run_decompositions()`` output, False the graph ``torch.export`` gives;
-    None (default) decides per target with ``is_decomposed``.
+    Ops and literal arguments must match exactly, except what comes from the example inputs:
+    sizes computed from their dims match the target's sizes or symbols (consistently: one dim,
+    one binding), and the pattern matches in every floating dtype the target uses, unless
+    ``pin_sizes`` / ``pin_dtypes`` fix them to the examples'. ``decompose`` picks the form to
+    match, like with like: True matches ``run_decompositions()`` output, False the graph
+    ``torch.export`` gives; None (default) decides per target with ``is_decomposed``.
     """
-    return PatternSelector(pattern, impl, example_inputs, example_kwargs=example_kwargs, decompose=decompose, name=name)
+    return PatternSelector(pattern, impl, example_inputs, example_kwargs=example_kwargs, decompose=decompose, name=name,
+                           pin_sizes=pin_sizes, pin_dtypes=pin_dtypes)
 
 
 @functools.cache
@@ -174,7 +96,8 @@ def is_decomposed(gm: torch.fx.GraphModule | torch.fx.Graph) -> bool:
         if n.op != "call_function" or id(t) in seen:
             continue
         seen.add(id(t))
-        if isinstance(t, torch._ops.OpOverload) and t in table:
+        # Size queries (`aten.sym_size.int`) are in the table but survive run_decompositions.
+        if isinstance(t, torch._ops.OpOverload) and t in table and not isinstance(n.meta.get("val"), (int, torch.SymInt)):
             return False
     return True
 
@@ -216,19 +139,22 @@ def encode(selectors, target: torch.fx.Graph) -> tuple[dict | None, set[str]]:
     if not items:
         return None, set()
     modules, patterns, keys = [], [], set()
+    dtypes = target_dtypes(target) if any(isinstance(s, PatternSelector) and not s.pin_dtypes for s in items) else []
     for s, label in zip(items, _pattern_labels(items)):
         if isinstance(s, ModuleSelector):
             modules.extend(s.entries)
             keys.update(e["impl"] for e in s.entries)
         else:
-            patterns.append({"name": label, "impl": s.impl.key, "graph": s.graph_doc(s.decomposed_for(target))})
+            first, *others = s.forms(s.decomposed_for(target), dtypes)
+            patterns.append({"name": label, "impl": s.impl.key, "graph": first, **({"forms": others} if others else {})})
             keys.add(s.impl.key)
     return {"modules": modules, "patterns": patterns}, keys
 
 
-def warn_unmatched(selectors, regions: Iterable) -> None:
+def warn_unmatched(selectors, regions: Iterable, unmatched: Mapping[str, str] = {}) -> None:
     """Warn about selector keys that chose nothing (a typo in a path, a pattern in the other
-    form), since an empty report is otherwise silent."""
+    form), since an empty report is otherwise silent. ``unmatched`` maps a pattern's label to
+    its closest partial match, from the pass."""
     hit_modules = {r.origin.selector for r in regions if r.origin.kind == "module"}
     hit_patterns = {r.origin.pattern for r in regions if r.origin.kind == "pattern"}
     items = normalize(selectors)
@@ -238,4 +164,5 @@ def warn_unmatched(selectors, regions: Iterable) -> None:
                 if key not in hit_modules:
                     warnings.warn(f"tta: no module in the graph matches {key!r}", stacklevel=4)
         elif label not in hit_patterns:
-            warnings.warn(f"tta: pattern {s.name!r} occurs nowhere in the graph", stacklevel=4)
+            closest = unmatched.get(label)
+            warnings.warn(f"tta: pattern {s.name!r} occurs nowhere in the graph" + (f"; {closest}" if closest else ""), stacklevel=4)

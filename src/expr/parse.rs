@@ -19,7 +19,7 @@ pub fn parse(text: &str) -> Result<Poly, ExprError> {
     let mut p = Parser { tokens, pos: 0, depth: 0 };
     let e = p.sum()?;
     if p.pos != p.tokens.len() {
-        return Err(ExprError(format!("unexpected {:?} in {text:?}", p.tokens[p.pos])));
+        return Err(ExprError(format!("unexpected `{}` after a complete expression", p.tokens[p.pos])));
     }
     Ok(e)
 }
@@ -29,6 +29,17 @@ enum Tok {
     Int(i64),
     Ident(String),
     Op(&'static str),
+}
+
+/// As written in the expression: errors quote the user's text, not Rust's debug form.
+impl std::fmt::Display for Tok {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tok::Int(i) => write!(f, "{i}"),
+            Tok::Ident(s) => f.write_str(s),
+            Tok::Op(o) => f.write_str(o),
+        }
+    }
 }
 
 fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
@@ -73,7 +84,7 @@ fn tokenize(text: &str) -> Result<Vec<Tok>, ExprError> {
                         b',' => ",",
                         _ => {
                             let ch = text[i..].chars().next().unwrap_or('?');
-                            return Err(ExprError(format!("unexpected character {ch:?} in {text:?}")));
+                            return Err(ExprError(format!("unexpected character `{ch}`")));
                         }
                     },
                 };
@@ -105,7 +116,7 @@ impl Parser {
             self.pos += 1;
             Ok(())
         } else {
-            Err(ExprError(format!("expected {op:?} at token {}", self.pos)))
+            Err(ExprError(format!("expected `{op}` at token {}", self.pos)))
         }
     }
 
@@ -203,7 +214,8 @@ impl Parser {
                 self.expect(")")?;
                 call(&name, args)
             }
-            other => Err(ExprError(format!("unexpected {other:?}"))),
+            Some(other) => Err(ExprError(format!("unexpected `{other}`"))),
+            None => Err(ExprError("the expression ends where a value should follow".into())),
         }
     }
 }

@@ -47,6 +47,8 @@ impl fmt::Display for RegionReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let origin = match &self.origin {
             Origin::Annotation => "lower_as".to_string(),
+            // A path selector names the module itself; saying it twice reads like two modules.
+            Origin::Module { selector, path } if selector == path => format!("module {path}"),
             Origin::Module { selector, path } => format!("module {selector} at {path}"),
             Origin::Pattern { pattern } => format!("pattern {pattern}"),
         };

@@ -4,6 +4,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Dag, Graph};
 use crate::lowering::{ImplDecl, MetaOut};
 use crate::regions::candidate::{Candidate, Verdict};
+use crate::regions::pattern::Unmatched;
 use crate::regions::selectors::{self, Selectors};
 use crate::regions::{collect, validate, Port};
 use indexmap::IndexMap;
@@ -37,6 +38,8 @@ pub struct Analysis {
     pub impls: Impls,
     /// Annotation regions, then selected ones; those a selector refused come last.
     pub candidates: Vec<Candidate>,
+    /// Patterns that occur nowhere, with their closest partial match.
+    pub unmatched: Vec<Unmatched>,
     pub timings: Timings,
 }
 
@@ -83,7 +86,7 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     let index = verified.index;
     let dag = Dag::from_inputs(verified.inputs);
     let ts = Instant::now();
-    let selected = selectors::select(&g, &index, &dag, sel)?;
+    let (selected, unmatched) = selectors::select(&g, &index, &dag, sel)?;
     let select_ms = ms(ts);
     drop(index);
     let mut candidates: Vec<Candidate> = collect::from_annotations(&g).into_iter().map(Candidate::new).collect();
@@ -104,7 +107,7 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
         }
     }
     let analyze_ms = ms(t);
-    Ok(Analysis { graph: g, impls, candidates, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
+    Ok(Analysis { graph: g, impls, candidates, unmatched, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
 }
 
 impl Analysis {

@@ -7,6 +7,7 @@ use crate::graph::{self, Graph};
 use crate::lowering::outline::{self, Accepted};
 use crate::lowering::{naming, signature, Edit, Move, RegionReport, Status};
 use crate::regions::candidate::{Candidate, Verdict};
+use crate::regions::pattern::Unmatched;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -26,12 +27,23 @@ pub struct Outcome {
     /// Per node of `graph`: created or rewired by the rewrite (see `check_delta`).
     pub changed: Vec<bool>,
     pub report: Vec<RegionReport>,
+    /// Patterns that occur nowhere, with their closest partial match.
+    pub unmatched: Vec<Unmatched>,
     pub timings: Timings,
 }
 
 impl Outcome {
     pub fn edits_out(&self) -> EditsOut<'_> {
         EditsOut { edits: &self.edits, moves: &self.moves }
+    }
+
+    /// The region reports, then each pattern that occurs nowhere with its closest match.
+    pub fn report_text(&self) -> String {
+        let mut text: String = self.report.iter().map(|r| r.to_string()).collect();
+        for u in &self.unmatched {
+            text.push_str(&format!("pattern {} occurs nowhere; {}\n", u.pattern, u.closest));
+        }
+        text
     }
 }
 
@@ -45,7 +57,7 @@ impl Analysis {
             }
         }
         let t = Instant::now();
-        let Analysis { graph, impls, candidates, timings } = self;
+        let Analysis { graph, impls, candidates, unmatched, timings } = self;
         // Signature checks and naming, per region, in parallel: the op name, or why not.
         let decided: Vec<std::result::Result<String, String>> =
             candidates.par_iter().map(|c| decide(&graph, &impls, c, meta.get(&c.region.id))).collect();
@@ -74,7 +86,7 @@ impl Analysis {
             r.node = node_of.get(r.id.as_str()).map(|s| s.to_string());
         }
         let timings = Timings { outline_ms: ms(t), ..timings };
-        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, timings })
+        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, unmatched, timings })
     }
 }
 

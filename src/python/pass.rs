@@ -69,7 +69,11 @@ impl PyOutcome {
         guarded("Outcome.report_json", "", || Ok(json(&self.0.report)))
     }
     fn report_text(&self) -> PyResult<String> {
-        guarded("Outcome.report_text", "", || Ok(self.0.report.iter().map(|r| r.to_string()).collect()))
+        guarded("Outcome.report_text", "", || Ok(self.0.report_text()))
+    }
+    /// Patterns that occur nowhere: JSON list of {"pattern", "closest"}.
+    fn unmatched_json(&self) -> PyResult<String> {
+        guarded("Outcome.unmatched_json", "", || Ok(json(&self.0.unmatched)))
     }
     fn graph_json(&self) -> PyResult<String> {
         guarded("Outcome.graph_json", "", || Ok(graph::to_json(&self.0.graph)))

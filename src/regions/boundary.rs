@@ -91,16 +91,18 @@ pub fn compute(
     Ok(Boundary { inputs, outputs, readers })
 }
 
-/// Put ports in the order of the node positions `want`. A valid pattern occurrence has exactly
-/// the pattern's ports; anything else keeps the default order.
+/// Put ports in the order of the node positions `want` (a pattern's inputs or outputs). Ports
+/// the pattern does not name (sizes the target computed outside the occurrence) follow, in
+/// first-use order.
 fn permute(g: &Graph, ports: &mut Vec<Port>, want: &[usize]) {
-    if ports.len() != want.len() {
-        return;
+    let mut rest: Vec<Option<Port>> = std::mem::take(ports).into_iter().map(Some).collect();
+    for &w in want {
+        let name = g.nodes[w].name.as_str();
+        if let Some(p) = rest.iter_mut().find(|p| p.as_ref().is_some_and(|p| p.name == name)) {
+            ports.push(p.take().expect("found above"));
+        }
     }
-    let at: Option<Vec<usize>> = want.iter().map(|&w| ports.iter().position(|p| p.name == g.nodes[w].name)).collect();
-    let Some(at) = at else { return };
-    let mut old: Vec<Option<Port>> = std::mem::take(ports).into_iter().map(Some).collect();
-    *ports = at.into_iter().map(|i| old[i].take().expect("distinct nodes, distinct ports")).collect();
+    ports.extend(rest.into_iter().flatten());
 }
 
 fn describe(v: &Value) -> &'static str {

@@ -32,9 +32,13 @@ pub fn from_annotations(g: &Graph) -> Vec<Region> {
         }
     }
     let mut regions: Vec<Region> = by_id.into_values().collect();
+    // Without the `with` line (strict export does not record it), locate a region by its first
+    // op of its own: an outer region's first op may belong to a region nested in it, and the
+    // two would then name the same line.
     for r in &mut regions {
         if r.source.is_none() {
-            r.source = r.members.first().and_then(|&i| g.nodes[i].source.clone());
+            let own = r.members.iter().find(|&&i| g.nodes[i].regions.len() == 1);
+            r.source = own.or(r.members.first()).and_then(|&i| g.nodes[i].source.clone());
         }
     }
     regions.sort_by_key(|r| r.members.first().copied().unwrap_or(usize::MAX));

@@ -5,7 +5,7 @@
 
 use super::candidate::{Candidate, Verdict};
 use super::modules::{self, ModuleSelector};
-use super::pattern::{self, PatternSelector};
+use super::pattern::{self, PatternSelector, Unmatched};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Dag, Graph};
 use rayon::prelude::*;
@@ -30,7 +30,8 @@ pub fn from_json(text: &str) -> Result<Selectors> {
 /// Module regions come first, then each pattern's occurrences; a pattern occurrence refused by
 /// the search itself is already `Refused` and skips validation (and the overlap check), so a
 /// refusal there never takes a valid region down with it.
-pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selectors) -> Result<Vec<Candidate>> {
+/// Patterns that occur nowhere come back too, each with its closest partial match.
+pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selectors) -> Result<(Vec<Candidate>, Vec<Unmatched>)> {
     let mut names = HashSet::new();
     for p in &sel.patterns {
         if !names.insert(p.name.as_str()) {
@@ -38,13 +39,19 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
         }
     }
     let mut out: Vec<Candidate> = modules::select(g, &sel.modules)?.into_iter().map(Candidate::new).collect();
-    let compiled: Vec<pattern::Pattern> = sel.patterns.iter().map(pattern::Pattern::compile).collect::<Result<_>>()?;
-    let found: Vec<_> = compiled.par_iter().map(|p| p.find(g, index, dag)).collect();
-    for (region, order) in found.into_iter().flatten() {
-        out.push(match order {
-            Ok(order) => Candidate { region, order: Some(order), verdict: Verdict::Pending },
-            Err(why) => Candidate { region, order: None, verdict: Verdict::Refused(why) },
-        });
+    let compiled: Vec<Vec<pattern::Pattern>> = sel.patterns.iter().map(pattern::Pattern::compile_all).collect::<Result<_>>()?;
+    let found: Vec<pattern::Found> = compiled.par_iter().map(|forms| pattern::find(forms, g, index, dag)).collect();
+    let mut unmatched = Vec::new();
+    for (f, p) in found.into_iter().zip(&sel.patterns) {
+        if let Some(closest) = f.closest {
+            unmatched.push(Unmatched { pattern: p.name.clone(), closest });
+        }
+        for (region, order) in f.regions {
+            out.push(match order {
+                Ok(order) => Candidate { region, order: Some(order), verdict: Verdict::Pending },
+                Err(why) => Candidate { region, order: None, verdict: Verdict::Refused(why) },
+            });
+        }
     }
-    Ok(out)
+    Ok((out, unmatched))
 }

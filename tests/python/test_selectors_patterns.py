@@ -98,10 +98,16 @@ def test_gpt2_gelu_mlp_by_pattern():
     ]
     sm.assert_same_outputs(model, args, kwargs, res)
     sm.assert_snapshot("gpt2_gelu_mlp_by_pattern", res)
-    # Another sequence length changes the reshape literals: nothing matches.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert not tta.lower_pattern(gpt2_mlp_pattern(), mlp, (torch.randn(1, 4, 32),)).apply(ep).regions
+    # Conv1D's reshape sizes come from the example's dims: another batch and sequence length
+    # match the same, unless the user pins the sizes.
+    other = tta.lower_pattern(gpt2_mlp_pattern(), mlp, (torch.randn(3, 4, 32),)).apply(ep)
+    assert [r.nodes for r in other.outlined] == [r.nodes for r in res.outlined]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not tta.lower_pattern(gpt2_mlp_pattern(), mlp, (torch.randn(1, 4, 32),), pin_sizes=True).apply(ep).regions
+    # ... and the warning says where the closest match diverged.
+    msg = next(str(w.message) for w in caught if "occurs nowhere" in str(w.message))
+    assert "closest match: all 14 pattern ops line up" in msg and "argument 1 is `[1, 8, 32]` where the pattern has `[1, 4, 32]`" in msg, msg
 
 
 def test_resnet_conv_bn_relu_and_residual_add_relu_by_pattern():

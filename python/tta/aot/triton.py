@@ -331,7 +331,7 @@ def build(
                 attrs[(i,)] = [["tt.divisibility", int(pointer_divisibility)]]
     src = ASTSource(fn=plan.kernel, signature=dict(plan.signature), constexprs=dict(plan.constexprs), attrs=attrs)
     options = dict(plan.options)
-    # Explicit, so the result does not depend on Triton's changing default (and 3.9's warning).
+    # Explicit, so the result does not depend on Triton's changing default (nor warn about it).
     options.setdefault("enable_fp_fusion", True)
     cap = ptx_version_option(sm, max_ptx)
     if cap is not None and "ptx_version" not in options:

@@ -3,7 +3,8 @@
 
 use super::selector::PatternSelector;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{verify, Arg, Node, OpKind, Value};
+use crate::graph::{verify, Arg, Dim, Graph, Node, OpKind, Value};
+use crate::expr::{self, Poly};
 use std::collections::HashMap;
 
 /// Ops whose first two operands can be swapped without changing the result.
@@ -24,10 +25,13 @@ const COMMUTATIVE: &[&str] = &[
     "_operator.mul",
 ];
 
-/// A pattern argument: a literal, or a reference to an input or a body node.
+/// A pattern argument: a literal, a reference to an input or a body node, or a size.
 #[derive(Clone, Debug)]
 pub(crate) enum PArg {
     Lit(Arg),
+    /// A size the pattern computed from its inputs' dims (index into `Pattern::sizes`): it
+    /// matches a target literal or SymInt of the same value under the symbols' binding.
+    Size(usize),
     Input(usize),
     Body(usize),
     List(Vec<PArg>),
@@ -58,6 +62,14 @@ pub(crate) enum PRef {
     Body(usize),
 }
 
+/// Dim `dim` of pattern input `input` is the pattern symbol `symbol`.
+#[derive(Clone, Debug)]
+pub(crate) struct SymbolDim {
+    pub symbol: String,
+    pub input: usize,
+    pub dim: usize,
+}
+
 #[derive(Debug)]
 pub struct Pattern {
     pub name: String,
@@ -70,6 +82,11 @@ pub struct Pattern {
     pub(crate) is_output: Vec<bool>,
     pub(crate) anchor: usize,
     pub(crate) plan: Vec<Step>,
+    /// Size expressions over pattern symbols, read by `PArg::Size`.
+    pub(crate) sizes: Vec<Poly>,
+    /// Where each pattern symbol is first seen among the inputs' dims: binding an input binds
+    /// its symbols to the target producer's dims.
+    pub(crate) symbols: Vec<SymbolDim>,
 }
 
 /// No users, no value, writes nothing: a check such as `aten._assert_tensor_metadata`.
@@ -86,8 +103,22 @@ fn err(name: &str, node: Option<&Node>, msg: String) -> Error {
 }
 
 impl Pattern {
-    pub fn compile(sel: &PatternSelector) -> Result<Pattern> {
-        let (name, pg) = (sel.name.as_str(), &sel.graph);
+    /// Each form of the selector (its graph, then its alternative forms) as a pattern.
+    pub fn compile_all(sel: &PatternSelector) -> Result<Vec<Pattern>> {
+        let forms: Vec<Pattern> =
+            std::iter::once(&sel.graph).chain(&sel.forms).map(|g| Pattern::compile(&sel.name, &sel.impl_key, g)).collect::<Result<_>>()?;
+        let (i0, o0) = (forms[0].inputs.len(), forms[0].outputs.len());
+        if let Some(f) = forms.iter().find(|f| f.inputs.len() != i0 || f.outputs.len() != o0) {
+            return Err(err(&sel.name, None, format!(
+                "its forms disagree: one takes {i0} input(s) and returns {o0}, another takes {} and returns {}",
+                f.inputs.len(),
+                f.outputs.len()
+            )));
+        }
+        Ok(forms)
+    }
+
+    pub fn compile(name: &str, impl_key: &str, pg: &Graph) -> Result<Pattern> {
         verify::verify(pg).map_err(|e| err(name, None, format!("the pattern graph is invalid: {e}")))?;
         let mut users = vec![0usize; pg.nodes.len()];
         let pos: HashMap<&str, usize> = pg.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
@@ -98,15 +129,25 @@ impl Pattern {
         let mut out_pos: Vec<usize> = Vec::new();
         out_node.refs().for_each(|r| out_pos.push(pos[r]));
 
-        // Classify: placeholders are inputs (kept when used), observers are dropped, the rest
-        // are body nodes; graph positions -> input / body indices.
+        // Classify: placeholders are inputs (kept when used), observers are dropped, integer
+        // computations (`sym_size`, products of sizes) become size expressions, the rest are
+        // body nodes; graph positions -> input / body indices.
         let mut kind: Vec<Option<PRef>> = vec![None; pg.nodes.len()];
+        let mut size_of: HashMap<usize, Poly> = HashMap::new();
         let mut body_pos = Vec::new();
         for (i, n) in pg.nodes.iter().enumerate() {
             match n.op {
                 OpKind::Placeholder | OpKind::Output => {}
                 OpKind::CallFunction | OpKind::CallMethod => {
                     if !out_pos.contains(&i) && is_observer(n, users[i]) {
+                        continue;
+                    }
+                    if let Some(p) = size_value(&n.val) {
+                        if out_pos.contains(&i) {
+                            return Err(err(name, Some(n), format!("it returns the size `{}`; a pattern returns tensors", n.name)));
+                        }
+                        let p = p.map_err(|e| err(name, Some(n), format!("the size `{}` cannot be read: {e}", n.name)))?;
+                        size_of.insert(i, p);
                         continue;
                     }
                     if users[i] == 0 {
@@ -121,12 +162,45 @@ impl Pattern {
             }
         }
         let mut inputs = Vec::new();
+        let mut symbols: Vec<SymbolDim> = Vec::new();
         for (i, n) in pg.nodes.iter().enumerate() {
             let used = body_pos.iter().any(|&b| pg.nodes[b].refs().any(|r| r == n.name));
             if n.op == OpKind::Placeholder && used {
+                if let Value::Tensor(t) = &n.val {
+                    for (d, dim) in t.shape.iter().enumerate() {
+                        if let Dim::Sym(s) = dim {
+                            if !symbols.iter().any(|x| &x.symbol == s) {
+                                symbols.push(SymbolDim { symbol: s.clone(), input: inputs.len(), dim: d });
+                            }
+                        }
+                    }
+                }
                 kind[i] = Some(PRef::Input(inputs.len()));
                 inputs.push(n.name.clone());
             }
+        }
+        // Every size must be a function of the inputs' dims, or it could not be bound.
+        let mut sizes: Vec<Poly> = Vec::new();
+        let mut size_index: HashMap<usize, usize> = HashMap::new();
+        for (&i, p) in &size_of {
+            if let Some(s) = p.symbols().into_iter().find(|s| !symbols.iter().any(|x| &x.symbol == s)) {
+                let n = &pg.nodes[i];
+                return Err(err(name, Some(n), format!(
+                    "the size `{}` = {p} depends on `{s}`, which is no dim of the pattern's inputs (a data-dependent size cannot be matched)",
+                    n.name
+                )));
+            }
+        }
+        for &b in &body_pos {
+            pg.nodes[b].refs().for_each(|r| {
+                let i = pos[r];
+                if let Some(p) = size_of.get(&i) {
+                    size_index.entry(i).or_insert_with(|| {
+                        sizes.push(p.clone());
+                        sizes.len() - 1
+                    });
+                }
+            });
         }
         if body_pos.is_empty() {
             return Err(err(name, None, "the pattern has no operations".into()));
@@ -149,7 +223,7 @@ impl Pattern {
             .iter()
             .map(|&i| {
                 let n = &pg.nodes[i];
-                let conv = |a: &Arg| convert(a, &pos, &kind);
+                let conv = |a: &Arg| convert(a, &pos, &kind, &size_index);
                 let commutative = COMMUTATIVE.contains(&n.target.as_str()) && n.args.len() >= 2 && !n.kwargs.contains_key("alpha");
                 PNode {
                     name: n.name.clone(),
@@ -167,31 +241,43 @@ impl Pattern {
         let plan = plan(&nodes, anchor).map_err(|b| {
             err(name, Some(&pg.nodes[body_pos[b]]), format!("it is not connected: `{}` shares no value with the output `{}`", nodes[b].name, nodes[anchor].name))
         })?;
-        Ok(Pattern { name: name.to_owned(), impl_key: sel.impl_key.clone(), nodes, inputs, outputs, is_output, anchor, plan })
+        Ok(Pattern { name: name.to_owned(), impl_key: impl_key.to_owned(), nodes, inputs, outputs, is_output, anchor, plan, sizes, symbols })
     }
 }
 
-fn convert(a: &Arg, pos: &HashMap<&str, usize>, kind: &[Option<PRef>]) -> PArg {
+/// The value of an integer-valued node (`Some`), parsed; `None` for every other node.
+fn size_value(v: &Value) -> Option<std::result::Result<Poly, expr::ExprError>> {
+    match v {
+        Value::SymInt(e) => Some(expr::parse(e)),
+        Value::Int(c) => Some(Ok(Poly::constant(*c))),
+        _ => None,
+    }
+}
+
+fn convert(a: &Arg, pos: &HashMap<&str, usize>, kind: &[Option<PRef>], sizes: &HashMap<usize, usize>) -> PArg {
     let mut has_ref = false;
     a.for_each_ref(&mut |_| has_ref = true);
     if !has_ref {
         return PArg::Lit(a.clone());
     }
     match a {
-        Arg::Ref(r) => match kind[pos[r.as_str()]] {
-            Some(PRef::Input(x)) => PArg::Input(x),
-            Some(PRef::Body(b)) => PArg::Body(b),
-            None => unreachable!("body nodes only read inputs and body nodes"),
-        },
-        Arg::List(items) => PArg::List(items.iter().map(|x| convert(x, pos, kind)).collect()),
-        Arg::Slice(parts) => PArg::Slice(Box::new(parts.clone().map(|x| convert(&x, pos, kind)))),
+        Arg::Ref(r) => {
+            let i = pos[r.as_str()];
+            match kind[i] {
+                Some(PRef::Input(x)) => PArg::Input(x),
+                Some(PRef::Body(b)) => PArg::Body(b),
+                None => PArg::Size(*sizes.get(&i).expect("body nodes read inputs, body nodes and sizes")),
+            }
+        }
+        Arg::List(items) => PArg::List(items.iter().map(|x| convert(x, pos, kind, sizes)).collect()),
+        Arg::Slice(parts) => PArg::Slice(Box::new(parts.clone().map(|x| convert(&x, pos, kind, sizes)))),
         _ => unreachable!("only refs, lists and slices hold references"),
     }
 }
 
 fn refs_of(a: &PArg, out: &mut Vec<PRef>) {
     match a {
-        PArg::Lit(_) => {}
+        PArg::Lit(_) | PArg::Size(_) => {}
         PArg::Input(x) => out.push(PRef::Input(*x)),
         PArg::Body(b) => out.push(PRef::Body(*b)),
         PArg::List(items) => items.iter().for_each(|x| refs_of(x, out)),

@@ -30,21 +30,35 @@ mod search;
 mod selector;
 
 pub use compile::Pattern;
-pub use selector::{PatternSelector, PortOrder};
+pub use selector::{PatternSelector, PortOrder, Unmatched};
 
 use super::{Origin, Region};
 use crate::graph::{Dag, Graph};
 use std::collections::HashMap;
 
-impl Pattern {
-    /// Every non-overlapping occurrence in `g`, valid ones first claimed greedily in anchor
-    /// order, then refused ones that overlap nothing claimed; ids number them in anchor order.
-    /// A valid one comes with the boundary order it fixes, a refused one with the reason.
-    pub fn find(&self, g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Vec<(Region, Result<PortOrder, String>)> {
-        let mut s = search::Search::new(self, g, index, dag);
-        let mut valid: Vec<search::Occurrence> = Vec::new();
-        let mut invalid: Vec<(search::Occurrence, String)> = Vec::new();
-        for t in self.candidates(g) {
+/// The occurrences of one pattern: each region with the boundary order it fixes (valid) or the
+/// reason (refused by the search); when there is none, the closest partial match.
+pub struct Found {
+    pub regions: Vec<(Region, Result<PortOrder, String>)>,
+    pub closest: Option<String>,
+}
+
+/// Every non-overlapping occurrence in `g` of any of `forms` (one pattern traced in several
+/// dtypes): valid ones first, claimed greedily in anchor order, form by form (largest form
+/// first), then refused ones that overlap nothing claimed; ids number them in anchor order.
+pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Found {
+    let mut claimed = vec![false; g.nodes.len()];
+    let mut valid: Vec<search::Occurrence> = Vec::new();
+    let mut invalid: Vec<(search::Occurrence, String)> = Vec::new();
+    let mut near: Option<(usize, search::Near)> = None;
+    // Larger forms first: a form with conversions must not lose its occurrence to a smaller
+    // form matching part of it.
+    let mut order: Vec<usize> = (0..forms.len()).collect();
+    order.sort_by_key(|&f| std::cmp::Reverse(forms[f].nodes.len()));
+    for f in order {
+        let form = &forms[f];
+        let mut s = search::Search::new(form, g, index, dag, claimed);
+        for t in form.candidates(g) {
             if s.claimed[t] {
                 continue;
             }
@@ -57,29 +71,56 @@ impl Pattern {
                 search::Outcome::None => {}
             }
         }
-        let mut all: Vec<(search::Occurrence, Option<String>)> = valid.into_iter().map(|o| (o, None)).collect();
-        for (occ, why) in invalid {
-            if occ.members.iter().all(|&m| !s.claimed[m]) {
-                occ.members.iter().for_each(|&m| s.claimed[m] = true);
-                all.push((occ, Some(why)));
+        let nothing = valid.is_empty() && invalid.is_empty();
+        let by_ops = if nothing { s.closest_by_ops(form.candidates(g)) } else { None };
+        if let Some(n) = by_ops.or_else(|| s.near.take()) {
+            if near.as_ref().is_none_or(|(_, b)| (n.steps, n.matched) > (b.steps, b.matched)) {
+                near = Some((f, n));
             }
         }
-        all.sort_by_key(|(o, _)| o.anchor);
-
-        let mut found = Vec::with_capacity(all.len());
-        for (k, (occ, why)) in all.into_iter().enumerate() {
-            let region = Region {
-                id: format!("pattern:{}:{k}", self.name),
-                impl_key: self.impl_key.clone(),
-                origin: Origin::Pattern { pattern: self.name.clone() },
-                source: occ.members.iter().find_map(|&m| g.nodes[m].source.clone()),
-                members: occ.members,
-            };
-            found.push((region, why.map_or(Ok(occ.ports), Err)));
-        }
-        found
+        claimed = s.claimed;
     }
+    let mut all: Vec<(search::Occurrence, Option<String>)> = valid.into_iter().map(|o| (o, None)).collect();
+    for (occ, why) in invalid {
+        if occ.members.iter().all(|&m| !claimed[m]) {
+            occ.members.iter().for_each(|&m| claimed[m] = true);
+            all.push((occ, Some(why)));
+        }
+    }
+    all.sort_by_key(|(o, _)| o.anchor);
 
+    let first = &forms[0];
+    let closest = all.is_empty().then(|| match &near {
+        Some((f, n)) => describe_near(&forms[*f], g, n),
+        None => format!("no node in the graph is `{}` (the pattern's output `{}`)", first.nodes[first.anchor].target, first.nodes[first.anchor].name),
+    });
+    let mut regions = Vec::with_capacity(all.len());
+    for (k, (occ, why)) in all.into_iter().enumerate() {
+        let region = Region {
+            id: format!("pattern:{}:{k}", first.name),
+            impl_key: first.impl_key.clone(),
+            origin: Origin::Pattern { pattern: first.name.clone() },
+            source: occ.members.iter().find_map(|&m| g.nodes[m].source.clone()),
+            members: occ.members,
+        };
+        regions.push((region, why.map_or(Ok(occ.ports), Err)));
+    }
+    Found { regions, closest }
+}
+
+/// "closest match: ..." text for a pattern that occurs nowhere.
+fn describe_near(p: &Pattern, g: &Graph, n: &search::Near) -> String {
+    let node = |i: usize| search::at(g, i);
+    let pn = &p.nodes[n.pattern_node];
+    let how_far = if n.matched == p.nodes.len() {
+        format!("all {} pattern ops line up from {}, but", n.matched, node(n.anchor))
+    } else {
+        format!("{} of {} pattern ops matched from {};", n.matched, p.nodes.len(), node(n.anchor))
+    };
+    format!("closest match: {how_far} the pattern's `{}` ({}) against {}: {}", pn.name, pn.target, node(n.target_node), n.reason)
+}
+
+impl Pattern {
     /// Target nodes that could be the anchor's image, in node order.
     fn candidates<'g>(&self, g: &'g Graph) -> impl Iterator<Item = usize> + 'g {
         let (op, target) = (self.nodes[self.anchor].op, self.nodes[self.anchor].target.clone());

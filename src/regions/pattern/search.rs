@@ -8,8 +8,9 @@
 //! candidate anchors; assignments are undone through a trail on backtracking.
 
 use super::compile::{is_observer, PArg, PRef, Pattern, Step};
+use crate::expr::{self, Poly};
+use crate::graph::{Arg, Dag, Dim, Graph, Value};
 use super::selector::PortOrder;
-use crate::graph::{Arg, Dag, Graph};
 use std::collections::HashMap;
 
 const NONE: usize = usize::MAX;
@@ -30,6 +31,30 @@ pub(crate) enum Outcome {
     None,
 }
 
+/// Where a search got furthest before failing: for "occurs nowhere", the closest partial match.
+#[derive(Clone, Debug)]
+pub(crate) struct Near {
+    /// Pattern body nodes matched when it failed.
+    pub matched: usize,
+    /// Plan steps completed (the primary measure of progress).
+    pub steps: usize,
+    pub anchor: usize,
+    pub pattern_node: usize,
+    pub target_node: usize,
+    pub reason: String,
+}
+
+/// One assignment, for undoing it.
+#[derive(Clone, Copy, Debug)]
+enum Undo {
+    Map(usize),
+    Bind(usize),
+    /// A size comparison queued for `accept`.
+    Size,
+    /// A literal difference let through by a lenient search.
+    Soft,
+}
+
 pub(crate) struct Search<'a> {
     pat: &'a Pattern,
     g: &'a Graph,
@@ -42,7 +67,22 @@ pub(crate) struct Search<'a> {
     /// Pattern input -> target producer.
     bind: Vec<usize>,
     /// Assignments in the order made, for undoing them.
-    trail: Vec<PRef>,
+    trail: Vec<Undo>,
+    /// Body nodes mapped so far.
+    depth: usize,
+    /// Pattern sizes (index into `Pattern::sizes`) and the target values they met, checked once
+    /// every input is bound.
+    sizes: Vec<(usize, Poly)>,
+    /// Parsed symbolic values of target nodes and dims, by node.
+    parsed: HashMap<usize, Option<Poly>>,
+    anchor_image: usize,
+    /// The plan step being matched: progress, for `near`.
+    at_step: usize,
+    /// Lenient search (for diagnostics only): literals and sizes that differ are noted in
+    /// `soft` and let through, so an embedding of the ops shows which literal kept it apart.
+    lenient: bool,
+    soft: Vec<Near>,
+    pub near: Option<Near>,
     valid: Option<Occurrence>,
     invalid: Option<(Occurrence, String)>,
 }
@@ -57,7 +97,7 @@ fn lit_eq(a: &Arg, b: &Arg) -> bool {
 }
 
 /// `name` (target, file:line): how errors point at a target node.
-fn at(g: &Graph, i: usize) -> String {
+pub(crate) fn at(g: &Graph, i: usize) -> String {
     let n = &g.nodes[i];
     match &n.source {
         Some(src) => format!("`{}` ({}, {})", n.name, n.target, src),
@@ -65,17 +105,33 @@ fn at(g: &Graph, i: usize) -> String {
     }
 }
 
+fn dim_poly(d: &Dim) -> Option<Poly> {
+    match d {
+        Dim::Const(c) => Some(Poly::constant(*c)),
+        Dim::Sym(s) => expr::parse(s).ok(),
+    }
+}
+
 impl<'a> Search<'a> {
-    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a HashMap<&'a str, usize>, dag: &'a Dag) -> Self {
+    /// `claimed`: nodes taken by occurrences found before (of another form of the pattern).
+    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a HashMap<&'a str, usize>, dag: &'a Dag, claimed: Vec<bool>) -> Self {
         Search {
             pat,
             g,
             index,
             dag,
-            claimed: vec![false; g.nodes.len()],
+            claimed,
             map: vec![NONE; pat.nodes.len()],
             bind: vec![NONE; pat.inputs.len()],
             trail: Vec::with_capacity(pat.nodes.len() + pat.inputs.len()),
+            depth: 0,
+            sizes: Vec::new(),
+            parsed: HashMap::new(),
+            anchor_image: NONE,
+            at_step: 0,
+            lenient: false,
+            soft: Vec::new(),
+            near: None,
             valid: None,
             invalid: None,
         }
@@ -83,9 +139,13 @@ impl<'a> Search<'a> {
 
     /// The first valid embedding whose anchor image is `t`, avoiding claimed nodes.
     pub fn run_anchor(&mut self, t: usize) -> Outcome {
+        self.anchor_image = t;
         self.undo(0);
         self.valid = None;
         self.invalid = None;
+        if let Some(why) = self.assign_refusal(self.pat.anchor, t) {
+            self.note(self.pat.anchor, t, || why);
+        }
         if self.assign(self.pat.anchor, t) && self.step(0) {
             return Outcome::Valid(self.valid.take().expect("accept() stored it"));
         }
@@ -104,16 +164,56 @@ impl<'a> Search<'a> {
     }
 
     fn in_use(&self, u: usize) -> bool {
-        self.trail.iter().any(|&r| self.image(r) == u)
+        self.trail.iter().any(|&r| match r {
+            Undo::Map(b) => self.map[b] == u,
+            Undo::Bind(x) => self.bind[x] == u,
+            Undo::Size | Undo::Soft => false,
+        })
     }
 
     fn undo(&mut self, mark: usize) {
         while self.trail.len() > mark {
             match self.trail.pop().unwrap() {
-                PRef::Body(b) => self.map[b] = NONE,
-                PRef::Input(x) => self.bind[x] = NONE,
+                Undo::Map(b) => {
+                    self.map[b] = NONE;
+                    self.depth -= 1;
+                }
+                Undo::Bind(x) => self.bind[x] = NONE,
+                Undo::Size => {
+                    self.sizes.pop();
+                }
+                Undo::Soft => {
+                    self.soft.pop();
+                }
             }
         }
+    }
+
+    /// Why body node `q` cannot map to target node `u` (None: it can).
+    fn assign_refusal(&self, q: usize, u: usize) -> Option<String> {
+        let (p, n) = (&self.pat.nodes[q], &self.g.nodes[u]);
+        if self.map[q] != NONE {
+            return (self.map[q] != u).then(|| format!("the pattern reads `{}` here, which is already matched to {}", p.name, at(self.g, self.map[q])));
+        }
+        if p.op != n.op || p.target != n.target {
+            return Some(format!("it is `{}` where the pattern has `{}`", n.target, p.target));
+        }
+        if p.args.len() != n.args.len() || p.kwargs.len() != n.kwargs.len() {
+            return Some(format!(
+                "it has {} argument(s) and {} keyword(s), the pattern's has {} and {}",
+                n.args.len(),
+                n.kwargs.len(),
+                p.args.len(),
+                p.kwargs.len()
+            ));
+        }
+        if self.claimed[u] {
+            return Some("it is part of another occurrence".into());
+        }
+        if self.in_use(u) {
+            return Some("it is already matched to another pattern node".into());
+        }
+        None
     }
 
     /// Map body node `q` to target node `u` when their op, target and arity agree.
@@ -121,15 +221,12 @@ impl<'a> Search<'a> {
         if self.map[q] != NONE {
             return self.map[q] == u;
         }
-        let (p, n) = (&self.pat.nodes[q], &self.g.nodes[u]);
-        if self.claimed[u] || p.op != n.op || p.target != n.target || p.args.len() != n.args.len() || p.kwargs.len() != n.kwargs.len() {
-            return false;
-        }
-        if self.in_use(u) {
+        if self.assign_refusal(q, u).is_some() {
             return false;
         }
         self.map[q] = u;
-        self.trail.push(PRef::Body(q));
+        self.depth += 1;
+        self.trail.push(Undo::Map(q));
         true
     }
 
@@ -141,15 +238,52 @@ impl<'a> Search<'a> {
             return false;
         }
         self.bind[x] = u;
-        self.trail.push(PRef::Input(x));
+        self.trail.push(Undo::Bind(x));
         true
+    }
+
+    /// The value of a target size argument: a literal integer or an integer-valued node.
+    fn target_size(&mut self, ta: &Arg) -> Option<Poly> {
+        match ta {
+            Arg::Int(c) => Some(Poly::constant(*c)),
+            Arg::Ref(r) => {
+                let u = self.index[r.as_str()];
+                let g = self.g;
+                self.parsed
+                    .entry(u)
+                    .or_insert_with(|| match &g.nodes[u].val {
+                        Value::SymInt(e) => expr::parse(e).ok(),
+                        Value::Int(c) => Some(Poly::constant(*c)),
+                        _ => None,
+                    })
+                    .clone()
+            }
+            _ => None,
+        }
     }
 
     fn unify(&mut self, pa: &PArg, ta: &Arg) -> bool {
         match (pa, ta) {
             (PArg::Lit(l), _) => lit_eq(l, ta),
+            (PArg::Size(k), _) => match self.target_size(ta) {
+                Some(p) => {
+                    self.sizes.push((*k, p));
+                    self.trail.push(Undo::Size);
+                    true
+                }
+                None => false,
+            },
             (PArg::Input(x), Arg::Ref(r)) => self.bind_input(*x, self.index[r.as_str()]),
-            (PArg::Body(b), Arg::Ref(r)) => self.assign(*b, self.index[r.as_str()]),
+            (PArg::Body(b), Arg::Ref(r)) => {
+                let u = self.index[r.as_str()];
+                match self.assign_refusal(*b, u) {
+                    None => self.assign(*b, u),
+                    Some(why) => {
+                        self.note(*b, u, || why);
+                        false
+                    }
+                }
+            }
             (PArg::List(ps), Arg::List(ts)) => ps.len() == ts.len() && ps.iter().zip(ts).all(|(p, t)| self.unify(p, t)),
             (PArg::Slice(ps), Arg::Slice(ts)) => ps.iter().zip(ts.iter()).all(|(p, t)| self.unify(p, t)),
             _ => false,
@@ -162,10 +296,76 @@ impl<'a> Search<'a> {
         for (k, pa) in p.args.iter().enumerate() {
             let k = if swap && k < 2 { 1 - k } else { k };
             if !self.unify(pa, &n.args[k]) {
+                let why = || format!("argument {k} is `{}` where the pattern has `{}`", n.args[k], show(pat, pa));
+                if self.lenient && literal(pa) {
+                    self.soften(q, why());
+                    continue;
+                }
+                self.note(q, self.map[q], why);
                 return false;
             }
         }
-        p.kwargs.iter().all(|(key, pa)| n.kwargs.get(key).is_some_and(|ta| self.unify(pa, ta)))
+        for (key, pa) in &p.kwargs {
+            let ok = match n.kwargs.get(key) {
+                Some(ta) => self.unify(pa, ta),
+                None => false,
+            };
+            if !ok {
+                let got = n.kwargs.get(key).map_or("missing".to_string(), |a| format!("`{a}`"));
+                let why = || format!("keyword `{key}` is {got} where the pattern has `{}`", show(pat, pa));
+                if self.lenient && literal(pa) && n.kwargs.contains_key(key) {
+                    self.soften(q, why());
+                    continue;
+                }
+                self.note(q, self.map[q], why);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Remember a failure when the search got further than any before.
+    fn note(&mut self, q: usize, u: usize, reason: impl FnOnce() -> String) {
+        if self.lenient {
+            return;
+        }
+        if self.near.as_ref().is_none_or(|n| (self.at_step, self.depth) > (n.steps, n.matched)) {
+            self.near = Some(Near {
+                matched: self.depth,
+                steps: self.at_step,
+                anchor: self.anchor_image,
+                pattern_node: q,
+                target_node: u,
+                reason: reason(),
+            });
+        }
+    }
+
+    fn soften(&mut self, q: usize, reason: String) {
+        let near = Near { matched: 0, steps: 0, anchor: self.anchor_image, pattern_node: q, target_node: self.map[q], reason };
+        self.soft.push(near);
+        self.trail.push(Undo::Soft);
+    }
+
+    /// After a search that found nothing: the first embedding of the pattern's ops that only
+    /// literals or sizes keep apart, as the closest match (the first difference in plan order).
+    pub fn closest_by_ops(&mut self, candidates: impl Iterator<Item = usize>) -> Option<Near> {
+        self.lenient = true;
+        let mut found = None;
+        for t in candidates {
+            if self.claimed[t] {
+                continue;
+            }
+            self.anchor_image = t;
+            self.undo(0);
+            if self.assign(self.pat.anchor, t) && self.step(0) {
+                found = self.soft.first().cloned().map(|n| Near { matched: self.depth, steps: self.pat.plan.len(), ..n });
+                break;
+            }
+        }
+        self.undo(0);
+        self.lenient = false;
+        found
     }
 
     /// Match the arguments of `q` (already mapped), then run the rest of the plan.
@@ -183,6 +383,7 @@ impl<'a> Search<'a> {
     }
 
     fn step(&mut self, i: usize) -> bool {
+        self.at_step = i;
         let Some(&step) = self.pat.plan.get(i) else { return self.accept() };
         match step {
             Step::Expand(q) => self.expand(i, q),
@@ -195,6 +396,8 @@ impl<'a> Search<'a> {
                     }
                     self.undo(mark);
                 }
+                let n = &self.pat.nodes[q];
+                self.note(q, self.image(via), || format!("no reader of it matches the pattern's `{}` ({})", n.name, n.target));
                 false
             }
         }
@@ -203,7 +406,45 @@ impl<'a> Search<'a> {
     /// A complete embedding: valid when only pattern outputs are read outside it (assertion
     /// nodes reading it join it) and every output is. Invalid ones are remembered (the first)
     /// and the search goes on.
+    /// The pattern's sizes under the binding of its symbols to the bound inputs' dims.
+    fn sizes_agree(&mut self) -> Result<(), String> {
+        let (g, pat) = (self.g, self.pat);
+        let mut env: HashMap<String, Poly> = HashMap::new();
+        for s in &pat.symbols {
+            let u = self.bind[s.input];
+            let dim = match &g.nodes[u].val {
+                Value::Tensor(t) => t.shape.get(s.dim).and_then(dim_poly),
+                _ => None,
+            };
+            let Some(dim) = dim else {
+                return Err(format!("the pattern's input `{}` is bound to {}, which has no dim {}", pat.inputs[s.input], at(g, u), s.dim));
+            };
+            env.insert(s.symbol.clone(), dim);
+        }
+        for (k, want) in &self.sizes {
+            let have = pat.sizes[*k].substitute(&env).map_err(|e| e.to_string())?;
+            if &have != want {
+                return Err(format!("the pattern's size `{}` is `{have}` here, but the graph has `{want}`", pat.sizes[*k]));
+            }
+        }
+        Ok(())
+    }
+
     fn accept(&mut self) -> bool {
+        if !self.sizes.is_empty() {
+            if let Err(why) = self.sizes_agree() {
+                let q = self.pat.anchor;
+                if self.lenient {
+                    self.soften(q, why);
+                } else {
+                    self.note(q, self.map[q], || why);
+                    return false;
+                }
+            }
+        }
+        if self.lenient {
+            return !self.soft.is_empty();
+        }
         let (g, dag, pat) = (self.g, self.dag, self.pat);
         let mut members = self.map.clone();
         members.sort_unstable();
@@ -255,5 +496,27 @@ impl<'a> Search<'a> {
                 false
             }
         }
+    }
+}
+
+/// A pattern argument as text: literals as they are, references by the pattern's node names.
+fn show(pat: &Pattern, pa: &PArg) -> String {
+    match pa {
+        PArg::Lit(l) => l.to_string(),
+        PArg::Size(k) => pat.sizes[*k].to_string(),
+        PArg::Input(x) => format!("%{}", pat.inputs[*x]),
+        PArg::Body(b) => format!("%{}", pat.nodes[*b].name),
+        PArg::List(items) => format!("[{}]", items.iter().map(|a| show(pat, a)).collect::<Vec<_>>().join(", ")),
+        PArg::Slice(p) => format!("slice({}, {}, {})", show(pat, &p[0]), show(pat, &p[1]), show(pat, &p[2])),
+    }
+}
+
+/// A pattern argument with no references: a difference in it is a difference of literals.
+fn literal(pa: &PArg) -> bool {
+    match pa {
+        PArg::Lit(_) | PArg::Size(_) => true,
+        PArg::List(items) => items.iter().all(literal),
+        PArg::Slice(p) => p.iter().all(literal),
+        PArg::Input(_) | PArg::Body(_) => false,
     }
 }

@@ -12,6 +12,17 @@ pub struct PatternSelector {
     #[serde(rename = "impl")]
     pub impl_key: String,
     pub graph: Graph,
+    /// Other forms of the same pattern (traced in other dtypes, whose conversions differ), with
+    /// the same inputs and outputs; an occurrence of any form is an occurrence of the pattern.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forms: Vec<Graph>,
+}
+
+/// A pattern that occurs nowhere, and why: where the search got furthest and what differed.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Unmatched {
+    pub pattern: String,
+    pub closest: String,
 }
 
 /// The boundary order a pattern fixes: producers bound to the pattern's inputs, in pattern

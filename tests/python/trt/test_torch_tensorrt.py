@@ -531,3 +531,41 @@ def test_selectors_registered_for_plain_torch_tensorrt_compile(builds):
     builds.clear()
     torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=[x], min_block_size=1, torch_executed_ops=_aten_ops(HasNorm(), x, None), **SETTINGS)
     assert builds == []  # without the selector nothing is outlined
+
+
+def test_every_tta_op_gets_its_converter_and_plugin():
+    """Ops made by tta.rewrite, before or after ``import tta.trt``, are registered with
+    Torch-TensorRT's converter registry and tensorrt.plugin."""
+    import os
+    import subprocess
+
+    script = textwrap.dedent(
+        """
+        import sys, torch
+        sys.path.insert(0, sys.argv[1])
+        import trt_standin
+        trt_standin.install("11.1")
+        import tta
+        from tta.examples.kernels import add_relu
+        p = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu), meta_impl=lambda x, y: x.new_empty(x.shape), name="early")
+        class M(torch.nn.Module):
+            def forward(self, x, y):
+                with tta.lower_as(impl=p):
+                    return torch.relu(x + y)
+        x = torch.randn(2, 8)
+        (before,) = tta.rewrite(torch.export.export(M(), (x, x + 1))).outlined
+        import tta.trt
+        from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
+        from tensorrt.plugin._lib import QDP_REGISTRY
+        (after,) = tta.rewrite(torch.export.export(M(), (torch.randn(3, 5), torch.randn(3, 5)))).outlined
+        for r in (before, after):
+            target = getattr(torch.ops.tta, r.op).default
+            assert target in DYNAMO_CONVERTERS, r.op
+            assert "tta::" + r.op in QDP_REGISTRY, r.op
+        print("registered", before.op != after.op)
+        """
+    )
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", script, tests], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "registered True" in r.stdout

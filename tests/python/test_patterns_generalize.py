@@ -1,0 +1,120 @@
+"""lower_pattern written the way a user first tries it: example inputs of any size and in
+float32, matched against a model exported with dynamic batch and sequence, or run in bfloat16.
+Sizes and dtypes that come from the examples match the target's unless pinned, and a pattern
+that occurs nowhere says where its closest match diverged."""
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.export import Dim
+from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm
+
+import selector_models as sm
+import tta
+
+
+def silu_mlp(x, w_gate, w_up, w_down):
+    # Written by hand, not taken from transformers.
+    return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)
+
+
+def mlp_examples(batch=1, seq=8):
+    return (torch.randn(batch, seq, 32), torch.randn(64, 32), torch.randn(64, 32), torch.randn(32, 64))
+
+
+@pytest.fixture(scope="module")
+def llama_dynamic():
+    model, args, kwargs = sm.llama()
+    ids = torch.randint(0, 64, (2, 8))
+    shapes = {"input_ids": {0: Dim("batch", min=1, max=8), 1: Dim("seq", min=2, max=32)}, "use_cache": None}
+    ep = torch.export.export(model, (ids,), kwargs=kwargs, dynamic_shapes=shapes, strict=False).run_decompositions()
+    return model, (ids,), kwargs, ep
+
+
+def rewrite_quiet(selector, ep):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = selector.apply(ep)
+    return res, [str(w.message) for w in caught]
+
+
+def test_silu_mlp_matches_across_symbolic_batch_and_sequence(llama_dynamic):
+    model, args, kwargs, ep = llama_dynamic
+    mlp = tta.custom_plugin(name="silu_mlp")
+    # Batch 1 and sequence 8 in the example; the target's sizes are symbols.
+    for pattern, examples in [(silu_mlp, mlp_examples()), (LlamaMLP(model.config), (torch.randn(1, 8, 32),))]:
+        res, _ = rewrite_quiet(tta.lower_pattern(pattern, mlp, examples), ep)
+        assert len(res.outlined) == 2 and not res.refused, str(res)
+        # The pattern's inputs first, in its order; sizes the target computed outside after.
+        first = res.outlined[0]
+        assert first.inputs[1].name == "p_model_layers_0_mlp_gate_proj_weight", first.inputs
+        assert [p.kind for p in first.inputs[:4]] == ["tensor"] * 4
+        sm.assert_same_outputs(model, args, kwargs, res)
+        sm.assert_same_outputs(model, (torch.randint(0, 64, (3, 5)),), kwargs, res)
+
+
+def test_pinned_sizes_occur_nowhere_and_say_where(llama_dynamic):
+    _, _, _, ep = llama_dynamic
+    res, msgs = rewrite_quiet(tta.lower_pattern(silu_mlp, tta.custom_plugin(name="silu_mlp"), mlp_examples(), pin_sizes=True), ep)
+    assert not res.regions
+    (msg,) = [m for m in msgs if "occurs nowhere" in m]
+    assert "closest match: all" in msg and "pattern ops line up" in msg, msg
+    assert "argument 1 is `[%sym_size_int_" in msg and "where the pattern has `[1, 8, 32]`" in msg, msg
+    assert "pattern silu_mlp occurs nowhere; closest match" in res.report_text
+
+
+def test_sizes_bind_consistently():
+    # view(x, [b*s, 32]) then back to [b, s, 32]: a target whose second view does not undo the
+    # first (it swaps the two dims) is not an occurrence, though every literal is a size.
+    class Swapped(torch.nn.Module):
+        def forward(self, x):
+            return (x.reshape(-1, 32) * 2).reshape(x.shape[1], x.shape[0], 32)
+
+    def pattern(x):
+        return (x.reshape(-1, 32) * 2).reshape(x.shape[0], x.shape[1], 32)
+
+    x = torch.randn(2, 3, 32)
+    ep = torch.export.export(Swapped(), (x,), dynamic_shapes=({0: Dim("a"), 1: Dim("b")},)).run_decompositions()
+    res, msgs = rewrite_quiet(tta.lower_pattern(pattern, tta.custom_plugin(name="p"), (torch.randn(4, 5, 32),)), ep)
+    assert not res.regions
+    (msg,) = [m for m in msgs if "occurs nowhere" in m]
+    assert "the pattern's size" in msg and "here, but the graph has" in msg, msg
+    ok = torch.export.export(Same(), (x,), dynamic_shapes=({0: Dim("a"), 1: Dim("b")},)).run_decompositions()
+    assert len(rewrite_quiet(tta.lower_pattern(pattern, tta.custom_plugin(name="p"), (torch.randn(4, 5, 32),)), ok)[0].outlined) == 1
+
+
+class Same(torch.nn.Module):
+    def forward(self, x):
+        return (x.reshape(-1, 32) * 2).reshape(x.shape[0], x.shape[1], 32)
+
+
+class Relu(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def test_rmsnorm_traced_in_float32_matches_a_bfloat16_model():
+    model, args, kwargs = sm.llama(layers=1)
+    model = model.to(torch.bfloat16)
+    ep = torch.export.export(model, args, kwargs=kwargs, strict=False).run_decompositions()
+    norm = tta.custom_plugin(name="rmsnorm_any_dtype")
+    res, _ = rewrite_quiet(tta.lower_pattern(LlamaRMSNorm(32, eps=1e-6), norm, (torch.randn(1, 8, 32),)), ep)
+    assert len(res.outlined) == 3 and not res.refused, str(res)
+    assert res.outlined[0].inputs[0].dtype == "bfloat16"
+    # The region bodies compute what the decomposed program did, bit for bit.
+    with torch.no_grad():
+        assert torch.equal(res.program.module()(*args, **kwargs).logits, ep.module()(*args, **kwargs).logits)
+    # Pinned to the example's float32, the pattern has no conversions and the model's norms do.
+    res, msgs = rewrite_quiet(tta.lower_pattern(LlamaRMSNorm(32, eps=1e-6), norm, (torch.randn(1, 8, 32),), pin_dtypes=True), ep)
+    assert not res.regions
+    (msg,) = [m for m in msgs if "occurs nowhere" in m]
+    assert "closest match:" in msg and "aten._to_copy.default" in msg, msg
+
+
+def test_a_pattern_whose_ops_are_absent_names_the_missing_op():
+    ep = torch.export.export(Relu(), (torch.randn(4),)).run_decompositions()
+    res, msgs = rewrite_quiet(tta.lower_pattern(lambda a: torch.tanh(a), tta.custom_plugin(name="t"), (torch.randn(4),), name="tanh"), ep)
+    assert not res.regions
+    assert any("occurs nowhere in the graph; no node in the graph is `aten.tanh.default`" in m for m in msgs), msgs
