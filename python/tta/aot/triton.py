@@ -348,7 +348,7 @@ def build(
         attrs = {(list(signature).index(plan.params[i[0]].name),): a for i, a in attrs.items()}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     options = dict(plan.options)
-    # Explicit, so the result does not depend on Triton's changing default (and 3.9's warning).
+    # Explicit, so the result does not depend on Triton's changing default (nor warn about it).
     options.setdefault("enable_fp_fusion", True)
     cap = ptx_version_option(sm, max_ptx)
     if cap is not None and "ptx_version" not in options:

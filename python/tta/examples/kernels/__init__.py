@@ -113,7 +113,16 @@ def examples(backends: tuple[str, ...] | None = None) -> list[Example]:
 
 
 def by_name(name: str) -> Example:
+    """An example kernel, or a ``tta.custom_op`` case (``tta.examples.custom_ops``) with its
+    argument values bound into the reference."""
     for ex in examples():
         if ex.name == name:
             return ex
+    if name.startswith("custom_"):
+        from ..custom_ops import CASES
+
+        for c in CASES:
+            if c.name == name:
+                return Example(name=c.name, backend="triton", launch_fn=c.launch, configs=c.configs, reference=c.reference,
+                               meta=None, make_inputs=c.make_inputs, test_shapes=c.test_shapes, dtypes=c.dtypes)
     raise KeyError(name)
