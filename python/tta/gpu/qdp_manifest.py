@@ -8,7 +8,9 @@ combinations, tactics, ``get_launch_params`` -> ``aot_impl``, ``get_kernel``). E
 (combination, tactic) is written as a manifest kernel: the kernel name and code ``get_kernel``
 returned, and grid, block, shared memory, extras and output shapes printed from the expression
 trees TensorRT would store in the engine. The GPU conformance runner then launches exactly
-that. Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
+that. The ``tta.custom_op`` example ops (``tta.examples.custom_ops``, names ``custom_*``) come
+too, each through its generated plugin with its case's argument values as attributes (with the
+Triton backend). Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
 no GPU.
 """
 
@@ -92,7 +94,7 @@ def _unified_metas(shapes) -> list:
     return metas
 
 
-def _custom_op_kernels(exprs, plugin_build, failures, sm) -> list:
+def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx) -> list:
     """The ``tta.custom_op`` example ops (``tta.examples.custom_ops``) with their case's argument
     values, through each op's generated plugin."""
     import tensorrt as trt
@@ -112,7 +114,7 @@ def _custom_op_kernels(exprs, plugin_build, failures, sm) -> list:
                 shapes = [[tuple(t.shape) for t in case.make_inputs(s, dtype, "meta")] for s in case.test_shapes]
                 n_in = len(shapes[0])
                 metas = [TensorType(dname, tuple(d)) for d in _unified_metas(shapes)]
-                name = op.plugin_name([True] * n_in, metas)
+                name = op.plugin_name([True] * n_in, metas, sm=sm, max_ptx=max_ptx)
                 profile = []
                 for k in range(n_in):
                     dims = list(zip(*[s[k] for s in shapes]))
@@ -172,7 +174,7 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
                 continue
             kernels += _kernels(exprs, built, compiled, added, ex.name, dname, ex.test_shapes, shapes, sm, n_in, trt.__version__)
     if backends is None or "triton" in backends:
-        kernels += _custom_op_kernels(exprs, plugin_build, failures, sm)
+        kernels += _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx)
     del torch
     info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "seconds": round(time.perf_counter() - t0, 2)}
     write_manifest(out, kernels, **info)

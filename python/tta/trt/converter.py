@@ -139,8 +139,13 @@ def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: 
         itensors.append(value)
         fakes.append(fake)
         ranges.append(_ranges_of(fx_value, value))
+    from .lowering import current_session, device_sm
+
+    session = current_session()
+    sm = session.sm if session is not None else device_sm(ctx.compilation_settings)
+    max_ptx = session.max_ptx if session is not None else 90
     try:
-        plugin = op.plugin_name(present, custom_op.input_metas(fakes))
+        plugin = op.plugin_name(present, custom_op.input_metas(fakes), sm=sm, max_ptx=max_ptx)
     except PluginError as e:
         raise PluginError(f"{where}: {e}") from None
     info = {

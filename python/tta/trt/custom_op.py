@@ -44,16 +44,18 @@ class CustomOp:
     def op_name(self) -> str:
         return self.signature.op_name
 
-    def plugin_name(self, present: Sequence[bool], metas: Sequence[TensorType]) -> str:
+    def plugin_name(self, present: Sequence[bool], metas: Sequence[TensorType], sm: int = 90, max_ptx: int | None = 90) -> str:
         """The ``tta::`` plugin of this op for a call site whose optional tensors are
-        ``present`` and whose plugin inputs are ``metas`` (defined on first use)."""
+        ``present`` and whose plugin inputs are ``metas`` (defined on first use), its kernels
+        built for ``sm`` and PTX ISA ``max_ptx``."""
         key = (tuple(present), tuple((m.dtype, m.shape) for m in metas))
         with self.lock:
             name = self.variants.get(key)
             if name is None:
                 name = self._define(tuple(present), list(metas), key)
                 self.variants[key] = name
-            return name
+        qdp.define(name, qdp._entries[name].plugin, metas, None, sm=sm, max_ptx=max_ptx)
+        return name
 
     def _define(self, present: tuple, metas: list[TensorType], key: tuple) -> str:
         sig = self.signature
@@ -102,11 +104,19 @@ def _output_fn(sig: custom_op_schema.OpSignature, present: tuple) -> Callable:
     return outputs
 
 
+try:
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import ConverterPriority
+
+    _STANDARD: Any = ConverterPriority.STANDARD
+except ImportError:  # the plugin side works without Torch-TensorRT; the converter needs it
+    _STANDARD = None
+
+
 def custom_op(
     op_name: str,
     kernel: Any = None,
     capability_validator: Callable | None = None,
-    priority: Any = None,
+    priority: Any = _STANDARD,
     supports_dynamic_shapes: bool = True,
     requires_output_allocator: bool = False,
     *,
@@ -146,7 +156,14 @@ def custom_op(
     qdp._check_attributes([a.attribute for a in sig.attributes], f"tta.custom_op({op_name!r})")
     with _lock:
         if op_name in _ops:
-            raise PluginError(f"tta.custom_op({op_name!r}) was already called in this process; call it once per op")
+            # Registration is process-wide: the same call again (a re-run cell) is a no-op,
+            # other kernels for the op an error.
+            if _ops[op_name].kernels == kernels:
+                return _ops[op_name]
+            raise PluginError(
+                f"tta.custom_op({op_name!r}) was already called with other kernels ({_ops[op_name].kernels}); "
+                "TensorRT plugins and converters cannot be replaced within a process"
+            )
         entry = CustomOp(signature=sig, kernels=kernels)
         _ops[op_name] = entry
     from . import converter

@@ -180,6 +180,9 @@ _lib.define("opt_scalar(Tensor x, int? n) -> Tensor")
 _lib.define("cast(Tensor x, ScalarType dtype) -> Tensor")
 _lib.define("nonzero_like(Tensor x) -> Tensor")
 _lib.define("tagged(Tensor x) -> Tensor", tags=(torch.Tag.dynamic_output_shape,))
+_lib.define("sized(Tensor x, SymInt n) -> Tensor")
+_lib.impl("sized", lambda x, n: x * n, "CompositeExplicitAutograd")
+torch.library.register_fake("tta_refused::sized", lambda x, n: torch.empty_like(x), lib=_lib)
 
 
 
@@ -217,6 +220,35 @@ def test_data_dependent_output_refused_when_compiled(builds):
     with pytest.raises(tta.PluginError, match=r"tta_refused::nonzero_like.*output 0 dim 0 is data-dependent"):
         _compile(M(), (torch.randn(4, 4),))
     assert builds == []
+
+
+def test_int_argument_computed_from_shapes_refused():
+    """An int argument that is a shape at this call site reaches the converter as a TensorRT
+    tensor: an attribute must be fixed when the engine is built."""
+    from types import SimpleNamespace
+
+    from tta.trt import converter
+
+    tta.custom_op("tta_refused::sized", kernel=tta.triton(ex.launch_flatten_scale, configs=[{"BLOCK": 256}]))
+
+    class M(nn.Module):
+        def forward(self, x):
+            return torch.ops.tta_refused.sized(x, x.shape[0])
+
+    ep = torch.export.export(M(), (torch.randn(4, 4),), dynamic_shapes=({0: torch.export.Dim("b", min=2, max=8)},))
+    (node,) = [n for n in ep.graph.nodes if n.target is torch.ops.tta_refused.sized.default]
+    assert isinstance(node.args[1], torch.fx.Node)  # the size, not a constant
+    ctx = SimpleNamespace(current_node=node, net=None, compilation_settings=None)
+    args = (trt.ITensor("x", [-1, 4], trt.float32), trt.ITensor("n", [], trt.int64))
+    with pytest.raises(tta.PluginError, match=r"tta_refused::sized .*argument n is computed from the model's tensors or shapes"):
+        converter.convert_custom_op(ctx, node.target, args, {}, node.name)
+
+
+def test_same_call_again_is_a_no_op_other_kernels_an_error():
+    op = _register("pair_mul", ex.launch_pair)
+    assert tta.custom_op("tta_examples::pair_mul", kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 256}])) is op
+    with pytest.raises(tta.PluginError, match=r"tta_examples::pair_mul.*already called with other kernels"):
+        tta.custom_op("tta_examples::pair_mul", kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 512}]))
 
 
 def test_validator_and_priority_mean_what_they_mean_in_torch_tensorrt(builds):
