@@ -28,6 +28,7 @@ from .errors import (
 # public name -> submodule that defines it (tta.compile's imports Torch-TensorRT)
 _LAZY = {
     "compile": "trt.compile",
+    "custom_op": "trt.custom_op",
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
@@ -80,6 +81,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:
     from .annotate import lower_as
     from .trt.compile import compile
+    from .trt.custom_op import custom_op
     from .plugin import Plugin, custom_plugin
     from .eager_stats import eager_paths
     from .core import RegionReport
