@@ -45,7 +45,8 @@ def compile_inductor(
     **torch_compile_options: Any,
 ):
     """``torch.compile`` of the rewritten program; the user's Triton kernels are in Inductor's
-    code. Returns the compiled module with ``tta_report`` (a ``BackendReport``: per region,
+    code. For inference (the module's parameters are frozen: plugin ops have no backward).
+    Returns the compiled module with ``tta_report`` (a ``BackendReport``: per region,
     whether the user's kernel or the region body runs, and why). ``torch_compile_options`` go
     to ``torch.compile`` (``mode``, ``dynamic``, ``options``, ``fullgraph``...)."""
     program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")
@@ -53,7 +54,10 @@ def compile_inductor(
     options.setdefault("backend", "inductor")
     if dynamic_shapes is not None:
         options.setdefault("dynamic", True)
-    module = torch.compile(program.module(), **options)
+    gm = program.module()
+    for p in gm.parameters():
+        p.requires_grad_(False)  # inference: plugin ops have no backward
+    module = torch.compile(gm, **options)
     module.tta_report = report
     module.tta_program = program
     return module

@@ -9,6 +9,7 @@ can call, so Inductor compiles the region body instead; the report names the rea
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import operator
 from dataclasses import dataclass
@@ -65,8 +66,10 @@ def _tta_op(node: torch.fx.Node) -> str | None:
 def _inline(g: torch.fx.Graph, node: torch.fx.Node, body: torch.fx.GraphModule) -> None:
     """Replace ``node`` by a copy of ``body``'s nodes on its arguments."""
     env = {ph: arg for ph, arg in zip([n for n in body.graph.nodes if n.op == "placeholder"], node.args)}
+    before = set(g.nodes)
     with g.inserting_before(node):
         result = g.graph_copy(body.graph, env)
+    _refresh_vals([n for n in g.nodes if n not in before], g)
     if isinstance(result, (tuple, list)):
         for user in list(node.users):
             if user.op == "call_function" and user.target is operator.getitem:
@@ -77,6 +80,20 @@ def _inline(g: torch.fx.Graph, node: torch.fx.Node, body: torch.fx.GraphModule) 
     if node.users:
         raise RuntimeError(f"tta: {node.name} has users other than getitem after inlining its region body")
     g.erase_node(node)
+
+
+def _refresh_vals(nodes: list[torch.fx.Node], g: torch.fx.Graph) -> None:
+    """The body was registered from the first program with this region; its nodes' fake values
+    belong to that program's fake mode. Recompute them in this program's."""
+    from torch._guards import detect_fake_mode
+
+    mode = detect_fake_mode([n.meta.get("val") for n in g.nodes if n.op == "placeholder"])
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("val"))
+        with mode if mode is not None else contextlib.nullcontext():
+            n.meta["val"] = n.target(*args, **kwargs)
 
 
 def lower(result: RewriteResult, backend: str) -> tuple[ExportedProgram, BackendReport]:
