@@ -129,12 +129,18 @@ def test_plugin_without_triton_kernel_runs_its_region_body_under_inductor():
         torch.testing.assert_close(compiled(a, c), torch.relu(a + c) * 2)
 
 
-def test_cutile_plugin_falls_back_to_its_region_body():
-    pytest.importorskip("cuda.tile")  # deselect-free: the plugin needs the DSL to be declared
-    from tta.examples.kernels import cutile_add_relu
+def _never_launched(x, y, out, *, TILE: int = 1024):
+    raise AssertionError("a cuTile launch function must not run in the Inductor backends")
 
-    plugin = tta.custom_plugin(kernel=tta.cutile(cutile_add_relu.LAUNCH, configs=cutile_add_relu.CONFIGS), meta_impl=cutile_add_relu.meta,
+
+def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
+    import tta.specs
+
+    # The fallback is decided from the spec's backend alone, so the DSL need not be installed.
+    monkeypatch.setattr(tta.specs, "installed", lambda backend: True)
+    plugin = tta.custom_plugin(kernel=tta.cutile(_never_launched, configs=[{"TILE": 1024}]), meta_impl=lambda x, y: x.new_empty(x.shape),
                                name="cutile_add_relu_e2e")
+    monkeypatch.undo()
 
     class Block(torch.nn.Module):
         def forward(self, x, y):
