@@ -196,3 +196,29 @@ def test_a_refused_region_is_an_error_not_a_fallback():
 
     with pytest.raises(PluginError, match="refused"):
         tta.compile(Wrong(), (torch.randn(2, 8), torch.randn(2, 8)), backend="inductor")
+
+
+@pytest.mark.parametrize("cols,block", [(256, 1024), (2048, 4096)])
+def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
+    """RMSNorm's configs are BLOCK=1024 then 4096; a row of 2048 fails the first one's
+    assertion (its guard), so the graph Inductor compiles launches the second."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    from tta.gpu.models import RMSNorm
+
+    class Norm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = RMSNorm(cols)
+
+        def forward(self, x):
+            return self.norm(x)
+
+    model = Norm().to(torch.bfloat16)
+    x = torch.randn(2, 5, cols, dtype=torch.bfloat16)
+    program, _ = _lowered(model, (x,), ({0: torch.export.Dim("batch", min=1, max=64)},), None, False, "inductor")
+    gm = _graph_inductor_receives(program.module(), torch.randn(3, 5, cols, dtype=torch.bfloat16))
+    calls = [n for n in gm.graph.nodes if "triton_kernel_wrapper" in str(n.target)]
+    assert len(calls) == 1
+    args = {**kernel_side_table.get_constant_args(calls[0].kwargs["constant_args_idx"]), **calls[0].kwargs["kwargs"]}
+    assert args["BLOCK"] == block, args
