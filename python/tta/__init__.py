@@ -21,6 +21,7 @@ from .errors import AnnotationError, GraphError, PluginError, TTAError
 _LAZY = {
     "compile": "backends",
     "aot_compile": "inductor.compile",
+    "custom_op": "trt.custom_op",
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from .annotate import lower_as
     from .backends import compile
     from .inductor.compile import aot_compile
+    from .trt.custom_op import custom_op
     from .plugin import Plugin, custom_plugin
     from .core import RegionReport
     from .rewrite import RewriteResult, find_regions, lower_modules, rewrite

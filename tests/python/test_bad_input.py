@@ -38,6 +38,16 @@ def test_lower_as_decorates_functions_only():
         tta.lower_as(plugin())(3)
 
 
+def test_one_lower_as_object_entered_inside_itself_is_nesting():
+    region = tta.lower_as(plugin("again"))
+    with region:
+        with pytest.raises(tta.AnnotationError, match=r"^tta\.lower_as regions cannot nest: the region at .* is inside the region again:\d+ opened at "):
+            with region:
+                pass
+    with region:  # entered again after the first closed: a new region
+        pass
+
+
 def test_nested_lower_as_names_both_lines():
     a, b = plugin("outer"), plugin("inner")
 
@@ -122,6 +132,7 @@ def test_plugin_and_spec_validation(call, message):
     (lambda: tta.rewrite(nn.ReLU()), "tta.rewrite takes an ExportedProgram or a GraphModule, got ReLU"),
     (lambda: tta.rewrite("model.pt2"), "tta.rewrite takes an ExportedProgram or a GraphModule, got str"),
     (lambda: tta.save_graph(nn.ReLU(), "/tmp/never-written.json"), "tta.save_graph takes an ExportedProgram or a GraphModule, got ReLU"),
+    (lambda: tta.find_regions(nn.ReLU()), "tta.find_regions takes an ExportedProgram or a GraphModule, got ReLU"),
 ])
 def test_entry_points_name_what_they_take(call, what):
     with pytest.raises(TypeError, match=f"^{re.escape(what)}$"):

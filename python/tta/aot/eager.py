@@ -55,10 +55,11 @@ def launch_first_fitting(spec, args: Sequence[torch.Tensor], outs: Sequence[torc
     A launch function refuses sizes by asserting on them (e.g. a row longer than BLOCK); under
     symbolic shapes those conditions are exactly the guards a compiled config carries, so this
     picks, per call, the config the guards allow (the Inductor path traces it symbolically).
+    An autotuned kernel tunes itself, as in eager code: one call, no keywords.
     """
-    for config in spec.config_dicts():
+    for config in spec.config_dicts()[:1] if spec.autotuned else spec.config_dicts():
         try:
-            spec.launch_fn(*args, *outs, **config)
+            spec.launch_fn(*args, *outs, **spec.launch_kwargs(config))
         except AssertionError:
             continue  # the next config may take these sizes
         return tuple(outs)
