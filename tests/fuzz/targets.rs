@@ -356,7 +356,7 @@ fn run_ptx(text: &str, rng: &mut Rng) -> Verdict {
 fn elf_field(b: &[u8], rng: &mut Rng) -> Option<(usize, usize)> {
     let u = |at: usize, n: usize| -> Option<usize> {
         let mut v = [0u8; 8];
-        v[..n].copy_from_slice(b.get(at..at + n)?);
+        v[..n].copy_from_slice(b.get(at..at.checked_add(n)?)?);
         Some(u64::from_le_bytes(v) as usize)
     };
     let (shoff, shentsize, shnum) = (u(0x28, 8)?, u(0x3A, 2)?, u(0x3C, 2)?);
@@ -366,10 +366,10 @@ fn elf_field(b: &[u8], rng: &mut Rng) -> Option<(usize, usize)> {
     let h = shoff.checked_add(rng.below(shnum).checked_mul(shentsize)?)?;
     if rng.chance(2) {
         let (field, width) = *rng.pick(&[(0usize, 4usize), (4, 4), (0x18, 8), (0x20, 8), (0x28, 4)]);
-        let at = h + field;
-        return (at + width <= b.len()).then_some((width, at));
+        let at = h.checked_add(field)?;
+        return (at.checked_add(width)? <= b.len()).then_some((width, at));
     }
-    let (off, size) = (u(h + 0x18, 8)?, u(h + 0x20, 8)?);
+    let (off, size) = (u(h.checked_add(0x18)?, 8)?, u(h.checked_add(0x20)?, 8)?);
     if size < 4 || off.checked_add(size)? > b.len() {
         return None;
     }
