@@ -153,6 +153,9 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
     kernels, failures = [], []
     t0 = time.perf_counter()
     for ex in examples(tuple(backends) if backends else ("triton",)):
+        if not ex.buildable():
+            failures.append({"example": ex.name, "error": f"needs {', '.join(ex.requires)} to compile"})
+            continue
         first = ex.dtypes[0]
         n_in = len(ex.input_metas(first))
         combos = [(str(d).removeprefix("torch."),) * n_in for d in ex.dtypes]
