@@ -20,6 +20,7 @@ from .errors import AnnotationError, GraphError, PluginError, TTAError
 # public name -> submodule that defines it (tta.compile's imports Torch-TensorRT)
 _LAZY = {
     "compile": "trt.compile",
+    "explain": "explain",
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
@@ -69,6 +70,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:
     from .annotate import lower_as
     from .trt.compile import compile
+    from .explain import explain
     from .plugin import Plugin, custom_plugin
     from .core import RegionReport
     from .rewrite import RewriteResult, find_regions, lower_modules, rewrite

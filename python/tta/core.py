@@ -212,11 +212,12 @@ class Outcome:
         return self._raw.graph_text()
 
     @_calls_core
-    def dot(self, graph_json: str, max_nodes: int = 300) -> str:
+    def dot(self, graph_json: str, max_nodes: int = 300, base_dir: str | None = None) -> str:
         """Graphviz DOT of ``graph_json`` (the graph before the rewrite) with each region drawn
         as a cluster beside its plugin node; past ``max_nodes`` only the regions and their
-        neighbours are drawn (the picture's title says so)."""
-        return self._raw.dot(graph_json, max_nodes)
+        neighbours are drawn (the picture's title says so). Source paths under ``base_dir``
+        are shown relative to it."""
+        return self._raw.dot(graph_json, max_nodes, base_dir)
 
     def timings(self) -> dict[str, float]:
         return json.loads(self._raw.timings_json())

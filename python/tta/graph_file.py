@@ -5,9 +5,10 @@ or from a shell (this needs torch, which ``tta report`` does not):
     python -m tta.graph_file mypkg.models:exported graph.json  # an ExportedProgram (or a
                                                                # function returning one)
 
-The file holds ``{"graph", "impls", "selectors"?}`` (docs/graph-format.md): the graph JSON the
-pass reads, the declarations of the plugins its regions use, and the selectors, if given, so
-that the report is the one ``tta.rewrite`` would print.
+The file holds ``{"graph", "impls", "kernels", "selectors"?}`` (docs/graph-format.md): the graph
+JSON the pass reads, the declarations of the plugins its regions use, their kernel specs (for
+``tta explain``), and the selectors, if given, so that the report is the one ``tta.rewrite``
+would print.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from .errors import TTAError
 
 
 def graph_document(program, selectors=None) -> dict:
-    """The ``{"graph", "impls", "selectors"?}`` document for ``program``."""
+    """The ``{"graph", "impls", "kernels", "selectors"?}`` document for ``program``."""
     import torch
     from torch.export import ExportedProgram
 
     from . import graph
     from . import selectors as _selectors
+    from .explain import kernels_document
     from .plugin import declarations
 
     if isinstance(program, ExportedProgram):
@@ -38,7 +40,8 @@ def graph_document(program, selectors=None) -> dict:
         raise TypeError(f"tta.save_graph takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
     doc = graph.graph_to_dict(gm.graph)
     sel, keys = _selectors.encode(selectors, gm)
-    out = {"graph": doc, "impls": declarations({r["impl"] for r in doc.get("regions", {}).values()} | keys)}
+    used = {r["impl"] for r in doc.get("regions", {}).values()} | keys
+    out = {"graph": doc, "impls": declarations(used), "kernels": kernels_document(used)}
     if sel is not None:
         out["selectors"] = sel
     return out

@@ -20,11 +20,13 @@ pub struct DotOptions {
     pub max_nodes: usize,
     /// Runs of at least this many plain ops become one node.
     pub min_chain: usize,
+    /// Source paths under this directory are shown relative to it.
+    pub base_dir: Option<String>,
 }
 
 impl Default for DotOptions {
     fn default() -> Self {
-        DotOptions { max_nodes: 300, min_chain: 3 }
+        DotOptions { max_nodes: 300, min_chain: 3, base_dir: None }
     }
 }
 
@@ -110,15 +112,20 @@ pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<S
         };
         let _ = writeln!(
             out,
-            "    graph [label=\"{}\", style=\"rounded,filled\", fillcolor=\"{fill}\", color=\"{border}\", penwidth=1.5, fontsize=10, labeljust=l];",
-            cluster_label(rep)
+            "    graph [label=\"\", style=\"rounded,filled\", fillcolor=\"{fill}\", color=\"{border}\", penwidth=1.5];"
+        );
+        // The region's text is a node above its ops, not the cluster's label: dot routes edges
+        // around nodes but straight through cluster labels.
+        let _ = writeln!(
+            out,
+            "    r{r} [label=\"{}\", shape=plaintext, style=\"\", fontsize=10, fontcolor=\"{border}\"];",
+            cluster_label(rep, opts.base_dir.as_deref())
         );
         for &i in &members {
             let _ = writeln!(out, "    {}", unit_stmt(g, unit_of[i], &units[unit_of[i]]));
         }
-        if members.is_empty() {
-            // A region whose members are not in this graph still gets a box, so it is not lost.
-            let _ = writeln!(out, "    r{r}_empty [label=\"(no ops in this graph)\", shape=plaintext, style=\"\"];");
+        if let Some(&first) = members.first() {
+            let _ = writeln!(out, "    r{r} -> u{} [style=invis];", unit_of[first]);
         }
         out.push_str("  }\n");
         if rep.status == Status::Outlined {
@@ -130,7 +137,7 @@ pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<S
                 escape(op),
                 escape(node)
             );
-            let target = members.first().map(|&i| format!("u{}", unit_of[i])).unwrap_or_else(|| format!("r{r}_empty"));
+            let target = format!("r{r}");
             let _ = writeln!(
                 out,
                 "  p{r} -> {target} [lhead=cluster_r{r}, style=dashed, color=\"#1b5e20\", arrowhead=none, label=\" replaces\", fontsize=8, fontcolor=\"#1b5e20\"];"
@@ -147,6 +154,21 @@ pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<S
     }
     for (a, b) in edges {
         let _ = writeln!(out, "  u{a} -> u{b};");
+    }
+    // Each region's text sits below everything feeding the region, so no input is drawn level
+    // with it (dot would put that input inside the cluster's box).
+    let mut feeds: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for (i, r) in region_of.iter().enumerate() {
+        if let Some(r) = *r {
+            for &j in &dag.inputs[i] {
+                if region_of[j] != Some(r) && shown[unit_of[j]] {
+                    feeds.insert((r, unit_of[j]));
+                }
+            }
+        }
+    }
+    for (r, u) in feeds {
+        let _ = writeln!(out, "  u{u} -> r{r} [style=invis];");
     }
     out.push_str("}\n");
     Ok(out)
@@ -241,7 +263,13 @@ fn node_label(n: &Node) -> String {
         OpKind::Output => "output".to_owned(),
         _ => short_target(&n.target).to_owned(),
     };
-    let mut label = format!("{}\\n{}", escape(&n.name), escape(&what));
+    let mut label = escape(&n.name);
+    // fx names a node after its op (`mul_1` for `aten.mul.Tensor`): the op line would repeat it.
+    let base = n.name.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches('_');
+    if what.split('.').next() != Some(base) {
+        label.push_str("\\n");
+        label.push_str(&escape(&what));
+    }
     match &n.val {
         Value::Tensor(t) => {
             label.push_str("\\n");
@@ -262,13 +290,13 @@ fn short_target(t: &str) -> &str {
     t.strip_suffix(".default").unwrap_or(t)
 }
 
-fn cluster_label(rep: &RegionReport) -> String {
+fn cluster_label(rep: &RegionReport, base_dir: Option<&str>) -> String {
     let mut lines = vec![format!("region {}  impl {}", rep.id, rep.impl_key)];
     if let Some(src) = &rep.source {
-        lines.push(src.clone());
+        lines.push(base_dir.and_then(|b| src.strip_prefix(b)).unwrap_or(src).to_owned());
     }
     match rep.status {
-        Status::Outlined => lines.push(format!("outlined as tta::{}", rep.op.as_deref().unwrap_or("?"))),
+        Status::Outlined => lines.push("outlined".to_owned()),
         Status::Refused => {
             let reason = rep.reason.as_deref().unwrap_or("?");
             lines.extend(wrap(&format!("REFUSED: {reason}"), 60));

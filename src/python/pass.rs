@@ -84,11 +84,12 @@ impl PyOutcome {
     }
     /// Graphviz DOT of `graph_json` (the graph before the rewrite) with each region as a
     /// cluster beside its plugin node (`lowering::dot`).
-    fn dot(&self, py: Python<'_>, graph_json: &str, max_nodes: usize) -> PyResult<String> {
+    #[pyo3(signature = (graph_json, max_nodes, base_dir=None))]
+    fn dot(&self, py: Python<'_>, graph_json: &str, max_nodes: usize, base_dir: Option<String>) -> PyResult<String> {
         guarded("Outcome.dot", graph_json, || {
             py.detach(|| {
                 let g = graph::from_json(graph_json)?;
-                let opts = dot::DotOptions { max_nodes, ..Default::default() };
+                let opts = dot::DotOptions { max_nodes, base_dir, ..Default::default() };
                 dot::to_dot(&g, &self.0.report, &opts)
             })
             .map_err(to_py)
