@@ -71,10 +71,20 @@ def _inputs(args: argparse.Namespace, doc: dict | None = None) -> tuple[str, dic
     return json.dumps(graph_doc), impls, selectors
 
 
-def _report(args: argparse.Namespace) -> int:
-    graph_json, impls, selectors = _inputs(args)
+def _meta(doc: dict, path: str) -> dict:
+    """The ``meta_impl`` results ``tta.save_graph`` recorded (none in a bare graph file)."""
+    meta = _object(doc.get("meta", {}), path, '"meta"')
     try:
-        outcome = core.analyze(graph_json, impls, selectors).outline()
+        return core.decode_meta(meta)
+    except (KeyError, TypeError, AttributeError):
+        raise _BadInput(f'{path}: "meta" is not a map of region id to {{"ok": [...]}} or {{"error": "..."}}') from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    doc = _document(args)
+    graph_json, impls, selectors = _inputs(args, doc)
+    try:
+        outcome = core.analyze(graph_json, impls, selectors).outline(_meta(doc, args.file))
     except GraphError as e:
         raise _BadInput(f"{args.file}: {e}") from None
     if args.json:
@@ -95,7 +105,7 @@ def _explain(args: argparse.Namespace) -> int:
     # Files written before kernel specs were saved have no "kernels": the columns say so.
     kernels = decode_kernels(_object(doc["kernels"], args.file, '"kernels"')) if "kernels" in doc else None
     try:
-        outcome = core.analyze(graph_json, impls, selectors).outline()
+        outcome = core.analyze(graph_json, impls, selectors).outline(_meta(doc, args.file))
         text = explain_outcome(outcome, graph_json, kernels, args.svg, args.max_nodes)
     except GraphError as e:
         raise _BadInput(f"{args.file}: {e}") from None

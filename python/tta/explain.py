@@ -72,11 +72,6 @@ def with_tactics(kernels: Sequence[KernelInfo]) -> list[KernelInfo]:
     return [KernelInfo(k.backend, k.identity, k.configs, tuple(next(ids) for _ in k.configs)) for k in kernels]
 
 
-def plugin_kernels(plugin) -> list[KernelInfo]:
-    """The kernel specs of a ``tta.custom_plugin``."""
-    return with_tactics([KernelInfo(k.backend, k.identity, tuple(k.config_dicts())) for k in plugin.kernels])
-
-
 def decode_kernels(doc: Mapping[str, Any]) -> dict[str, list[KernelInfo]]:
     """The ``"kernels"`` entry of a graph file (impl key -> kernel specs) with tactic ids."""
     return {
@@ -220,21 +215,17 @@ def explain(program, svg: str | os.PathLike | None = None, *, selectors=None, ma
     """Explain what ``tta.rewrite(program, selectors=selectors)`` does, without changing
     ``program``: returns the region table (see the module docstring) and, when ``svg`` is a
     path, writes the picture there (needs Graphviz). Past ``max_nodes`` drawn nodes, only the
-    regions and their neighbours are drawn."""
-    from . import graph
-    from . import selectors as _selectors
-    from .plugin import declarations, lookup
-    from .rewrite import _graph_of, _run_meta_impls
+    regions and their neighbours are drawn.
 
-    g = _graph_of(program, "tta.explain")
-    doc = graph.graph_to_dict(g)
-    graph_json = graph.dumps(doc)
-    selectors_doc, selector_impls = _selectors.encode(selectors, g)
-    keys = {r["impl"] for r in doc.get("regions", {}).values()} | selector_impls
-    analysis = core.analyze(graph_json, declarations(keys), selectors_doc)
-    outcome = analysis.outline(_run_meta_impls(analysis.summary(), {n.name: n for n in g.nodes}))
-    kernels = {k: plugin_kernels(p) for k in keys if (p := lookup(k)) is not None}
-    return explain_outcome(outcome, graph_json, kernels, svg, max_nodes)
+    It reads what ``tta.save_graph`` would write, so ``tta explain`` on that file prints the
+    same table."""
+    from . import graph
+    from .graph_file import graph_document
+
+    doc = graph_document(program, selectors, caller="tta.explain")
+    graph_json = graph.dumps(doc["graph"])
+    outcome = core.analyze(graph_json, doc["impls"], doc.get("selectors")).outline(core.decode_meta(doc.get("meta", {})))
+    return explain_outcome(outcome, graph_json, decode_kernels(doc["kernels"]), svg, max_nodes)
 
 
 def kernels_document(keys) -> dict[str, list[dict]]:
