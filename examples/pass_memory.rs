@@ -59,7 +59,7 @@ fn main() {
     drop(summary);
     let outcome = analysis.outline(&HashMap::new()).expect("outline");
     println!("after outline: peak {:.0} MB", peak_mb());
-    let edits = serde_json::to_string(&serde_json::json!({"edits": outcome.edits, "moves": outcome.moves})).unwrap();
+    let edits = serde_json::to_string(&outcome.edits_out()).unwrap();
     let report = serde_json::to_string(&outcome.report).unwrap();
     println!("after edits ({} MB) and report ({} MB): peak {:.0} MB", edits.len() / 1_000_000, report.len() / 1_000_000, peak_mb());
     let peak = peak_mb();

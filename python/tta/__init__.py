@@ -20,6 +20,7 @@ from .errors import AnnotationError, GraphError, PluginError, TTAError
 # public name -> submodule that defines it (tta.compile's imports Torch-TensorRT)
 _LAZY = {
     "compile": "trt.compile",
+    "custom_op": "trt.custom_op",
     "explain": "explain",
     "lower_as": "annotate",
     "Plugin": "plugin",
@@ -70,6 +71,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:
     from .annotate import lower_as
     from .trt.compile import compile
+    from .trt.custom_op import custom_op
     from .explain import explain
     from .plugin import Plugin, custom_plugin
     from .core import RegionReport

@@ -70,9 +70,34 @@ def reachable_code(fn: Callable) -> dict[str, str]:
     function in another module that launches one, changes the key even when the launch
     function's own text does not."""
     out: dict[str, str] = {}
+    for obj in _reachable(fn):
+        if _is_library(getattr(obj, "__module__", None) or ""):
+            continue
+        ident = source_digest(obj)
+        if ident is not None:
+            out[qualified_name(obj)] = ident
+    return out
+
+
+def reachable_objects(fn: Callable, kind: type) -> list[Any]:
+    """The objects of type ``kind`` a launch function reaches (as ``reachable_code`` walks),
+    looking through DSL wrappers (``.fn``) too: e.g. the ``@triton.autotune`` kernel it launches."""
+    found: list[Any] = []
+    for obj in _reachable(fn):
+        seen = 0
+        while obj is not None and seen < 8:
+            if isinstance(obj, kind) and not any(o is obj for o in found):
+                found.append(obj)
+            obj, seen = getattr(obj, "fn", None), seen + 1
+    return found
+
+
+def _reachable(fn: Callable):
+    """Every object the code of ``fn`` names (globals, closures, attributes of the user's own
+    modules), then the same for each user function or kernel among them, to a bounded depth."""
     seen: set[int] = set()
 
-    def visit(f: Any, depth: int) -> None:
+    def visit(f: Any, depth: int):
         code = getattr(f, "__code__", None)
         if code is None or id(code) in seen or depth > _MAX_DEPTH:
             return
@@ -94,16 +119,13 @@ def reachable_code(fn: Callable) -> dict[str, str]:
         for obj in candidates:
             if obj is None or inspect.ismodule(obj) or inspect.isbuiltin(obj) or isinstance(obj, (int, float, str, bool)):
                 continue
-            if _is_library(getattr(obj, "__module__", None) or ""):
+            yield obj
+            if _is_library(getattr(obj, "__module__", None) or "") or source_digest(obj) is None:
                 continue
-            ident = source_digest(obj)
-            if ident is not None:
-                out[qualified_name(obj)] = ident
-                inner = getattr(obj, "fn", None) or getattr(obj, "_pyfunc", None) or getattr(obj, "__wrapped__", None) or obj
-                visit(inner, depth + 1)
+            inner = getattr(obj, "fn", None) or getattr(obj, "_pyfunc", None) or getattr(obj, "__wrapped__", None) or obj
+            yield from visit(inner, depth + 1)
 
-    visit(fn, 0)
-    return out
+    yield from visit(fn, 0)
 
 
 def _filled(cell) -> bool:

@@ -57,7 +57,7 @@ class RewriteResult:
 
     def compile_kernels(self, sm: int = 90, max_ptx: int | None = 90, **options) -> dict[str, list]:
         """Compile, ahead of time, the kernels of every outlined plugin op for its region's
-        signature (``tta.aot.compile_kernels``): op name -> ``CompiledKernel``s."""
+        signature (``tta.aot.compile.compile_kernels``): op name -> ``CompiledKernel``s."""
         from .aot.compile import compile_kernels
 
         return compile_kernels(self.outlined, sm=sm, max_ptx=max_ptx, **options)
@@ -245,12 +245,10 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     elif check:
         outcome.check_delta(serializer.delta(g))
     lap("check")
-    if isinstance(program, ExportedProgram):
-        result = _with_new_graph(program, g)
-    else:
-        if outcome.edits:
-            program.graph = g  # the setter regenerates the module's code
-        result = program
+    if not isinstance(program, ExportedProgram) and outcome.edits:
+        program.graph = g  # the setter regenerates the module's code
+    lap("recompile")
+    result = _with_new_graph(program, g) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())

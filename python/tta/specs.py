@@ -49,17 +49,25 @@ class KernelSpec:
     launch_fn: Callable = field(hash=False, compare=False)
     configs: tuple[tuple[tuple[str, Any], ...], ...]
     identity: str  # module.qualname of launch_fn
+    # The kernel whose own tuning configs (Triton's ``@triton.autotune``) are the configs; empty
+    # when the configs are keyword arguments of the launch function.
+    autotuned: str = ""
 
     @property
     def cache_key(self) -> str:
         # The kernels the launch function calls are part of the key: editing a kernel changes the
         # plugin's op name, and with it every cache keyed on the graph (Torch-TensorRT's engines).
         kernels = sorted(reachable_code(self.launch_fn).items())
-        payload = json.dumps([self.backend, self.identity, short_digest(self.launch_fn), self.configs, kernels], default=repr)
+        payload = json.dumps([self.backend, self.identity, short_digest(self.launch_fn), self.configs, self.autotuned, kernels], default=repr)
         return f"{self.backend}:{self.identity}:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
     def config_dicts(self) -> list[dict[str, Any]]:
         return [dict(c) for c in self.configs]
+
+    def launch_kwargs(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments the launch function gets for ``config`` (none when the config is
+        one of the kernel's own tuning configs: the backend applies it at the launch)."""
+        return {} if self.autotuned else dict(config)
 
     def __repr__(self) -> str:
         return f"{self.backend}({self.identity}, configs={self.config_dicts()})"
@@ -84,6 +92,14 @@ def _spec(backend: str, launch_fn: Callable, configs: Sequence[Mapping[str, Any]
     where = f"tta.{backend}({getattr(launch_fn, '__qualname__', launch_fn)!s})"
     if not callable(launch_fn):
         raise PluginError(f"{where}: launch_fn must be callable")
+    if configs is None and backend == "triton":
+        from .aot.triton_tuning import autotune_configs
+
+        found = autotune_configs(launch_fn, where)
+        if found is not None:
+            name, tuned = found
+            frozen = tuple(_freeze(c, where) for c in tuned)
+            return KernelSpec(backend=backend, launch_fn=launch_fn, configs=frozen, identity=qualified_name(launch_fn), autotuned=name)
     frozen = tuple(_freeze(c, where) for c in (configs if configs is not None else [{}]))
     if not frozen:
         raise PluginError(f"{where}: configs is empty; give at least one (use [{{}}] for none)")
@@ -97,7 +113,9 @@ def _spec(backend: str, launch_fn: Callable, configs: Sequence[Mapping[str, Any]
 
 
 def triton(launch_fn: Callable, configs: Sequence[Mapping[str, Any]] | None = None) -> KernelSpec:
-    """A Triton kernel launched by ``launch_fn(*inputs, *outputs, **config)``."""
+    """A Triton kernel launched by ``launch_fn(*inputs, *outputs, **config)``. Without
+    ``configs``, a ``@triton.autotune`` kernel the launch function reaches gives them: each of
+    its ``triton.Config``s (with its ``num_warps``/``num_stages``) is one TensorRT tactic."""
     return _spec("triton", launch_fn, configs)
 
 

@@ -13,7 +13,9 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Parse graph JSON (the format of docs/graph-format.md).
 pub fn from_json(text: &str) -> Result<Graph> {
-    serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::Parse, format!("graph JSON: {e}")))
+    let mut g: Graph = serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::Parse, format!("graph JSON: {e}")))?;
+    g.shrink_to_fit();
+    Ok(g)
 }
 
 pub fn to_json(g: &Graph) -> String {

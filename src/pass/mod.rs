@@ -14,4 +14,4 @@ mod outline;
 
 pub use analyze::{analyze, analyze_json, Analysis, Impls, MetaResult, RegionMembers, RegionSummary, Timings};
 pub use check::Delta;
-pub use outline::Outcome;
+pub use outline::{EditsOut, Outcome};

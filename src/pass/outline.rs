@@ -12,6 +12,14 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// What Python replays on its fx graph (`Outcome::edits_json`), serialized straight from the
+/// outcome: building a `serde_json::Value` first would hold a second copy of every edit.
+#[derive(serde::Serialize)]
+pub struct EditsOut<'a> {
+    pub edits: &'a [Edit],
+    pub moves: &'a [Move],
+}
+
 pub struct Outcome {
     pub graph: Graph,
     pub edits: Vec<Edit>,
@@ -25,6 +33,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    pub fn edits_out(&self) -> EditsOut<'_> {
+        EditsOut { edits: &self.edits, moves: &self.moves }
+    }
+
     /// The region reports, then each pattern that occurs nowhere with its closest match.
     pub fn report_text(&self) -> String {
         let mut text: String = self.report.iter().map(|r| r.to_string()).collect();

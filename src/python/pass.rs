@@ -64,7 +64,7 @@ struct PyOutcome(Outcome);
 #[pymethods]
 impl PyOutcome {
     fn edits_json(&self) -> PyResult<String> {
-        guarded("Outcome.edits_json", "", || Ok(json(&serde_json::json!({"edits": self.0.edits, "moves": self.0.moves}))))
+        guarded("Outcome.edits_json", "", || Ok(json(&self.0.edits_out())))
     }
     fn report_json(&self) -> PyResult<String> {
         guarded("Outcome.report_json", "", || Ok(json(&self.0.report)))

@@ -83,6 +83,11 @@ pub fn compute(
         permute(g, &mut inputs, &order.inputs);
         permute(g, &mut outputs, &order.outputs);
     }
+    // One boundary per region lives until the report: no spare capacity (a pushed-to Vec
+    // holds room for four ports, most boundaries have one or two).
+    inputs.shrink_to_fit();
+    outputs.shrink_to_fit();
+    readers.shrink_to_fit();
     Ok(Boundary { inputs, outputs, readers })
 }
 

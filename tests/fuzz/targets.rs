@@ -316,6 +316,7 @@ fn run_ptx(text: &str, rng: &mut Rng) -> Verdict {
             ptx::permute_params(text, &e.name, &order),
             ptx::drop_trailing_scratch(text, &e.name, &[rng.below(2) as u64 * 256, rng.below(2) as u64 * 64]),
             ptx::relabel_version(text, ptx::IsaVersion { major: 8, minor: rng.below(9) as u32 }),
+            ptx::drop_arch_suffix(text),
         ];
         for out in outputs {
             match out {

@@ -5,7 +5,6 @@ nvidia-cutlass-dsl; without it these tests fail, they do not skip."""
 from __future__ import annotations
 
 import math
-import re
 
 import cutlass.cute  # noqa: F401  (fail loudly when CuTeDSL is missing)
 import pytest
@@ -13,6 +12,7 @@ import torch
 
 import cutedsl_cases as cases
 import tta.specs as specs
+from expr_checks import expressions_render_for_tensorrt
 from tta import core
 from tta.aot import cutedsl
 from tta.aot.base import symbol_values
@@ -46,27 +46,6 @@ def compiled():
 
 def _eval(expr: str, env: dict) -> int:
     return core.eval_expr(expr, env)
-
-
-def _trtp_value(expr: str, env: dict) -> int:
-    """The value of trtp's rendering of ``expr`` (``trtp.cdiv/max/min`` over the symbols)."""
-    import types
-
-    trtp = types.SimpleNamespace(cdiv=lambda a, b: -(-a // b), max=max, min=min)
-    return eval(core.trtp_expr(expr), {"__builtins__": {}, "trtp": trtp}, dict(env))
-
-
-def _expressions_render_for_tensorrt(kernels) -> int:
-    """Every symbolic grid dim and extra renders in trtp's arithmetic to the same value."""
-    checked = 0
-    for k in kernels:
-        for e in (*k.grid, *k.extras):
-            if e.isdigit():  # constants go to TensorRT as ints
-                continue
-            env = {s: 7 + 3 * i for i, s in enumerate(sorted(set(re.findall(r"[io]\d+_\d+", e))))}
-            assert _trtp_value(e, env) == core.eval_expr(e, env), e
-            checked += 1
-    return checked
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
@@ -145,8 +124,8 @@ def test_host_arguments_match_a_concrete_call(compiled, name, dtype):
                     assert int(args[h["name"]]._pointer) == ports[h["port"][0]][h["port"][1]].data_ptr()
 
 
-def test_expressions_render_for_tensorrt(compiled):
-    assert _expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
+def testexpressions_render_for_tensorrt(compiled):
+    assert expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
 
 
 def test_ptx_newer_than_the_driver_is_shipped_as_cubin():

@@ -5,7 +5,6 @@ tta/aot/cuda_tools.py); without them these tests fail, they do not skip."""
 
 from __future__ import annotations
 
-import re
 
 import cuda.tile  # noqa: F401  (fail loudly when cuTile is missing)
 import pytest
@@ -13,6 +12,7 @@ import torch
 
 import cutile_cases as cases
 import tta.specs as specs
+from expr_checks import expressions_render_for_tensorrt
 from tta import core
 from tta.aot import cutile, ptxabi
 from tta.aot.base import symbol_values
@@ -46,27 +46,6 @@ def compiled():
 
 def _eval(expr: str, env: dict) -> int:
     return core.eval_expr(expr, env)
-
-
-def _trtp_value(expr: str, env: dict) -> int:
-    """The value of trtp's rendering of ``expr`` (``trtp.cdiv/max/min`` over the symbols)."""
-    import types
-
-    trtp = types.SimpleNamespace(cdiv=lambda a, b: -(-a // b), max=max, min=min)
-    return eval(core.trtp_expr(expr), {"__builtins__": {}, "trtp": trtp}, dict(env))
-
-
-def _expressions_render_for_tensorrt(kernels) -> int:
-    """Every symbolic grid dim and extra renders in trtp's arithmetic to the same value."""
-    checked = 0
-    for k in kernels:
-        for e in (*k.grid, *k.extras):
-            if e.isdigit():  # constants go to TensorRT as ints
-                continue
-            env = {s: 7 + 3 * i for i, s in enumerate(sorted(set(re.findall(r"[io]\d+_\d+", e))))}
-            assert _trtp_value(e, env) == core.eval_expr(e, env), e
-            checked += 1
-    return checked
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
@@ -129,11 +108,11 @@ def _eval_guard(g: str, env: dict) -> bool:
     return guards_hold([g], env)
 
 
-def test_expressions_render_for_tensorrt(compiled):
+def testexpressions_render_for_tensorrt(compiled):
     # ct.cdiv(n, TILE) is -((-n) // TILE): it must reach TensorRT as trtp.cdiv, without unary minus.
     k = compiled[("cutile_add_relu", torch.float16)][0]
     assert k.grid[0] == "CeilDiv(i0_0*i0_1, 1024)"
-    assert _expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
+    assert expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
 
 
 def test_entry_rebuilds_the_native_arrays(compiled):

@@ -47,9 +47,13 @@ def session(*metas, outputs=None, meta_fn=None):
 class Spec:
     """The part of a KernelSpec the recorder needs."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, autotuned=""):
         self.launch_fn = fn
         self.backend = "triton"
+        self.autotuned = autotuned
+
+    def launch_kwargs(self, config):
+        return {} if self.autotuned else dict(config)
 
 
 def record(fn, s, **config):
@@ -140,13 +144,22 @@ def _float_launch(x, out, *, BLOCK=128):
     runtime_float_kernel[(triton.cdiv(out.numel(), BLOCK),)](x, out, out.numel(), 0.5, BLOCK=BLOCK)
 
 
-def test_float_runtime_param_is_refused_with_the_parameter_name():
+def test_float_runtime_param_is_bound_to_its_value():
+    # A float fixed for the plugin is no run-time argument: it is bound (not a constexpr, which
+    # would change how the kernel body sees it) and reported as baked.
     s = session((torch.float32, (None,)), outputs=[(torch.float32, ("i0_0",))])
-    with pytest.raises(PluginError) as e:
-        record(_float_launch, s)
-    msg = str(e.value)
-    assert "_float_launch" in msg and "runtime_float_kernel" in msg
-    assert "'alpha'" in msg and "alpha: tl.constexpr" in msg
+    plan = record(_float_launch, s)
+    assert plan.floats == {"alpha": 0.5} and plan.baked["alpha"] == 0.5
+    assert [p.name for p in plan.runtime_params()] == ["x_ptr", "out_ptr", "n"]
+
+
+def test_float_computed_from_shapes_is_refused_with_the_parameter_name():
+    def launch(x, out):
+        runtime_float_kernel[(1,)](x, out, out.numel(), x.shape[0] / 2, BLOCK=4)
+
+    s = session((torch.float32, (None,)), outputs=[(torch.float32, ("i0_0",))])
+    with pytest.raises(PluginError, match="'alpha' gets a float computed from shapes"):
+        record(launch, s)
 
 
 @pytest.mark.parametrize(
@@ -187,13 +200,21 @@ def tuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs), mask=offs < n)
 
 
-def test_autotune_is_refused_in_favour_of_configs():
-    def launch(x, out):
-        tuned_kernel[(1,)](x, out, out.numel())
+def _tuned_launch(x, out):
+    tuned_kernel[lambda meta: (triton.cdiv(out.numel(), meta["BLOCK"]),)](x, out, out.numel())
 
+
+def test_autotune_config_is_applied_while_recording():
     s = session((torch.float32, (None,)), outputs=[(torch.float32, ("i0_0",))])
-    with pytest.raises(PluginError, match="tta.triton\\(launch_fn, configs="):
-        record(launch, s)
+    plan = driver.record(Spec(_tuned_launch, autotuned="tuned_kernel"), {"BLOCK": 128, "num_warps": 2, "num_stages": 3}, s)
+    assert plan.constexprs["BLOCK"] == 128 and plan.options == {"num_warps": 2, "num_stages": 3}
+    assert plan.grid[0] == "FloorDiv(i0_0 + 127, 128)"
+
+
+def test_autotune_with_user_configs_needs_the_launch_to_pass_them():
+    s = session((torch.float32, (None,)), outputs=[(torch.float32, ("i0_0",))])
+    with pytest.raises(PluginError, match="BLOCK"):
+        record(_tuned_launch, s)
 
 
 def test_interception_is_per_thread_and_restored():

@@ -38,6 +38,14 @@ def test_lower_as_decorates_functions_only():
         tta.lower_as(plugin())(3)
 
 
+def test_one_lower_as_object_is_entered_once_at_a_time():
+    region = tta.lower_as(plugin())
+    with region:
+        with pytest.raises(tta.AnnotationError, match=r"^a tta\.lower_as\(\.\.\.\) object is entered once; write `with tta\.lower_as\(impl\):` at each use$"):
+            with region:
+                pass
+
+
 def test_nested_lower_as_names_both_lines():
     a, b = plugin("outer"), plugin("inner")
 
@@ -122,6 +130,7 @@ def test_plugin_and_spec_validation(call, message):
     (lambda: tta.rewrite(nn.ReLU()), "tta.rewrite takes an ExportedProgram or a GraphModule, got ReLU"),
     (lambda: tta.rewrite("model.pt2"), "tta.rewrite takes an ExportedProgram or a GraphModule, got str"),
     (lambda: tta.save_graph(nn.ReLU(), "/tmp/never-written.json"), "tta.save_graph takes an ExportedProgram or a GraphModule, got ReLU"),
+    (lambda: tta.find_regions(nn.ReLU()), "tta.find_regions takes an ExportedProgram or a GraphModule, got ReLU"),
 ])
 def test_entry_points_name_what_they_take(call, what):
     with pytest.raises(TypeError, match=f"^{re.escape(what)}$"):

@@ -117,5 +117,10 @@ def test_graph_file_command_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "tta.graph_file", str(pt2), str(tmp_path / "g.json")], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.load(open(tmp_path / "g.json"))["graph"]["format"] == "tta-graph"
-    out = subprocess.run([sys.executable, "-m", "tta.graph_file", "no_colon", str(tmp_path / "x.json")], capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 2 and out.stderr == "python -m tta.graph_file: error: 'no_colon' is neither a .pt2 file nor module:attr\n"
+    for source, message in [
+        ("no_colon", "'no_colon' is neither a .pt2 file nor module:attr"),
+        ("json:nothing_here", "module 'json' has no attribute 'nothing_here'"),
+        ("json:__name__", "tta.save_graph takes an ExportedProgram or a GraphModule, got str"),
+    ]:
+        out = subprocess.run([sys.executable, "-m", "tta.graph_file", source, str(tmp_path / "x.json")], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 2 and out.stderr == f"python -m tta.graph_file: error: {message}\n", out.stderr

@@ -47,6 +47,26 @@ def test_threads_rewriting_one_program_agree_and_register_each_op_once(monkeypat
     assert dict(defined) == {r.op: 1 for r in serial.regions}
 
 
+def test_threads_compiling_at_once_agree_and_store_one_entry_per_kernel(tmp_path):
+    fused, rms = cm.plugins()
+    result = tta.rewrite(cm.export(cm.Model(fused, rms)))
+    threads = 8
+    start = threading.Barrier(threads)
+
+    def work():
+        start.wait()
+        kernels = result.compile_kernels(sm=90, cache=Cache(tmp_path), pool="serial", progress=False)
+        return cm.kernel_digests(kernels)
+
+    with cf.ThreadPoolExecutor(threads) as ex:
+        digests = [f.result(timeout=900) for f in [ex.submit(work) for _ in range(threads)]]
+    assert all(d == digests[0] for d in digests)
+    assert sorted(len(v) for v in digests[0].values()) == [1, 2]
+    entries = sorted(tmp_path.rglob("*.entry"))
+    assert len(entries) == 3 and not list(tmp_path.rglob("*.tmp"))
+    assert all(Cache(tmp_path).get(p.stem) is not None for p in entries)
+
+
 def _rewrite_and_compile(cache_dir: str) -> tuple:
     """One process's whole job (runs in a spawned child)."""
     os.environ["TTA_CACHE_DIR"] = cache_dir

@@ -26,7 +26,8 @@ def max_ptx():
 def _triton_examples():
     from tta.examples.kernels import examples
 
-    return examples(("triton",))
+    # Library kernels (Liger-Kernel) need their package to compile; the manifest carries them here.
+    return [ex for ex in examples(("triton",)) if ex.buildable()]
 
 
 @pytest.mark.parametrize("name", [ex.name for ex in _triton_examples()])
@@ -45,9 +46,11 @@ def test_fresh_compile_launched_the_qdp_way(name, max_ptx, tmp_path):
                 inputs = ex.make_inputs(shape, dtype, "cuda")
                 if not guards_hold(k.meta["guards"], symbol_values([t.shape for t in inputs])):
                     continue
-                (out,) = loaded(inputs)
-                err, ok = ex.compare(out, ex.reference(*inputs))
-                assert ok, (name, dtype, shape, k.config, err)
+                outs = loaded(inputs)
+                ref = ex.reference(*inputs)
+                for out, r in zip(outs, ref if isinstance(ref, tuple) else (ref,), strict=True):
+                    err, ok = ex.compare(out, r)
+                    assert ok, (name, dtype, shape, k.config, err)
 
 
 @pytest.mark.parametrize("name", [ex.name for ex in _triton_examples()])
@@ -71,8 +74,10 @@ def test_eager_launch_uses_the_kernel_on_cuda(name, monkeypatch):
     inputs = ex.make_inputs(ex.test_shapes[-1], torch.float16, "cuda")
     outs = eager.launch(plugin, inputs)
     assert outs is not None and calls
-    err, ok = ex.compare(outs[0], ex.reference(*inputs))
-    assert ok, err
+    ref = ex.reference(*inputs)
+    for out, r in zip(outs, ref if isinstance(ref, tuple) else (ref,), strict=True):
+        err, ok = ex.compare(out, r)
+        assert ok, err
 
 
 @triton.jit

@@ -118,3 +118,15 @@ def test_a_pattern_whose_ops_are_absent_names_the_missing_op():
     res, msgs = rewrite_quiet(tta.lower_pattern(lambda a: torch.tanh(a), tta.custom_plugin(name="t"), (torch.randn(4),), name="tanh"), ep)
     assert not res.regions
     assert any("occurs nowhere in the graph; no node in the graph is `aten.tanh.default`" in m for m in msgs), msgs
+
+
+class Nonzero(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x).view(-1, 2) * 2
+
+
+def test_a_data_dependent_size_is_matched_as_an_op():
+    # nonzero's count is no function of the input's dims: it stays an op of the pattern.
+    ep = torch.export.export(Nonzero(), (torch.randn(3, 5),)).run_decompositions()
+    res, msgs = rewrite_quiet(tta.lower_pattern(Nonzero(), tta.custom_plugin(name="nz"), (torch.randn(2, 4),)), ep)
+    assert len(res.regions) == 1 and not [m for m in msgs if "occurs nowhere" in m], (str(res), msgs)

@@ -30,11 +30,9 @@ from .driver import backend, compile_spec
 from .session import TensorType
 
 # Parallelism. Triton's compile is mostly Python and MLIR passes that keep the GIL, plus a
-# ptxas subprocess, so threads gain little; a forked process pool scales (18 example compiles:
-# serial 2.73 s, 16 threads 1.50 s, 16 processes 0.54 s on the 16-CPU GPU machine; 4.55 / 4.36
-# / 2.93 s on the 2-CPU development machine; docs/gpu-results.md). Fork, not spawn: a spawned
-# child would re-import torch (seconds) and could not receive lambdas (meta_impls); forked
-# children inherit the task list instead.
+# ptxas subprocess, so threads gain little; a forked process pool scales (measurements in
+# docs/gpu-results.md). Fork, not spawn: a spawned child would re-import torch (seconds) and
+# could not receive lambdas (meta_impls); forked children inherit the task list instead.
 _POOL = os.environ.get("TTA_COMPILE_POOL", "process")  # "process" | "thread" | "serial"
 _PROGRESS_MIN = 4  # show progress on stderr from this many compiles on
 

@@ -26,9 +26,9 @@ launch is hooked while ``cute.compile`` runs) and turns it into shape expression
 parameters must be ``cute.Pointer`` or 32-bit ints; ``cute.Tensor`` parameters are refused.
 
 Artifact: the kernel's PTX with its ``.entry`` parameters permuted into QDP order (Rust,
-``tta.core.ptx_to_qdp_abi``). The cu12 flavour of nvidia-cutlass-dsl emits PTX ISA 8.8, which a
-CUDA 13.0 driver JIT-compiles; when the ISA is newer than ``max_ptx`` (the cu13 flavour emits
-9.4), the permuted PTX is assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
+``tta.core.ptx_to_qdp_abi``). When the PTX ISA CuTeDSL emits is newer than ``max_ptx`` (what the
+target driver JIT-compiles; docs/kernel-dsls.md lists each flavour's ISA), the permuted PTX is
+assembled to a CUBIN with ptxas instead (TensorRT documents only PTX
 for AOT plugins; CUBIN acceptance is unverified).
 """
 
@@ -97,7 +97,7 @@ class _RecordedCompile:
     def __call__(self, *args, **kwargs):
         sig = signature(self.fn)
         compiled = sig.bind_partial(*self.args, **self.kwargs).arguments
-        dynamic = [n for n, p in sig.parameters.items() if not _is_constexpr(p.annotation)]
+        dynamic = [n for n, p in sig.parameters.items() if not is_constexpr(p.annotation)]
         merged = dict(compiled)
         merged.update(zip(dynamic, args))
         merged.update(kwargs)
@@ -162,7 +162,7 @@ def signature(fn: Callable) -> inspect.Signature:
         return inspect.signature(fn)
 
 
-def _is_constexpr(annotation: Any) -> bool:
+def is_constexpr(annotation: Any) -> bool:
     from cutlass import Constexpr
 
     return annotation is Constexpr or typing.get_origin(annotation) is Constexpr
@@ -227,7 +227,7 @@ def plan_launch(call: CuteCall, session: Session, where: str) -> CutePlan:
     bound.apply_defaults()
     host = []
     for name, v in bound.arguments.items():
-        if _is_constexpr(sig.parameters[name].annotation):
+        if is_constexpr(sig.parameters[name].annotation):
             host.append(HostArg(name, "constexpr", session.constant(v, name, here, "Constexpr")))
         elif isinstance(v, _Pointer):
             host.append(HostArg(name, "pointer", v, port=_port_of(v, session, name, here)))

@@ -212,14 +212,14 @@ class LaunchHook:
         import cutlass
         import cutlass.cute as cute
 
-        from .cutedsl import _is_constexpr, signature
+        from .cutedsl import is_constexpr, signature
 
         sig = signature(launcher.funcBody)
         bound = sig.bind(*launcher.func_args, **launcher.func_kwargs)
         bound.apply_defaults()
         for pname, p in sig.parameters.items():
             v = bound.arguments[pname]
-            if _is_constexpr(p.annotation):
+            if is_constexpr(p.annotation):
                 continue
             what = f"kernel parameter {pname!r}"
             if isinstance(v, cute.Tensor):

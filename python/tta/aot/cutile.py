@@ -30,8 +30,9 @@ kernels; ``.reqntid`` is kept in ``meta``), dynamic shared memory 0.
 The entry kernel, the compile and the CUBIN checks are in ``cutile_build.py``.
 
 Not verified here: TensorRT documents only PTX for AOT plugins (``aot_impl`` "Presently, only
-PTX is supported"); whether it accepts this CUBIN is unverified. cuTile's PTX (ISA 9.4, tile
-kernel) is rejected by the CUDA 13.0 driver, so CUBIN is the only artifact that can run there.
+PTX is supported"); whether it accepts this CUBIN is unverified. cuTile's PTX (a tile kernel
+at a newer ISA than today's drivers JIT, see docs/kernel-dsls.md) is rejected by the driver, so
+CUBIN is the only artifact that can run there.
 """
 
 from __future__ import annotations

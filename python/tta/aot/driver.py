@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 from dataclasses import dataclass, field
@@ -55,6 +56,9 @@ class Backend:
     # Versions that change the compiled bytes; part of the cache key.
     toolchain: Callable[[], dict]
     options: frozenset = frozenset()
+    # (spec, config) -> context the launch function runs in: applies a config the backend takes
+    # from the kernel itself (Triton's @triton.autotune configs) rather than from its keywords.
+    tactic: Callable[[Any, dict], Any] | None = None
 
 
 @functools.cache
@@ -72,7 +76,8 @@ def record(spec: Any, config: dict, session: Session) -> Any:
     """Run ``spec``'s launch function on the session's fakes and plan its one launch."""
     b = backend(spec.backend)
     where = f"tta.{b.name}({qualified_name(spec.launch_fn)})"
-    captured = run_launch(spec.launch_fn, config, session, b.intercept(session, where), where)
+    with b.tactic(spec, config) if b.tactic else contextlib.nullcontext():
+        captured = run_launch(spec.launch_fn, spec.launch_kwargs(config), session, b.intercept(session, where), where)
     return b.plan(one_launch(captured, where, config), session, where)
 
 
@@ -111,5 +116,6 @@ def compile_spec(spec: Any, config: dict, input_types: Sequence[TensorType], out
         config=frozen,
         sm=sm,
         ptx_version=art.ptx_version,
-        meta={"guards": types["guards"], "toolchain": b.toolchain(), **art.meta},
+        meta={"guards": types["guards"], "toolchain": b.toolchain(), **art.meta,
+              **({"configs_from": f"@triton.autotune of {spec.autotuned}"} if spec.autotuned else {})},
     )

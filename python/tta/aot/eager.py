@@ -46,9 +46,10 @@ def launch(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple
     args = [t.contiguous() for t in inputs]
     outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in shapes]
     with torch.cuda.device(device):
-        for config in spec.config_dicts():
+        # An autotuned kernel tunes itself here, as in eager code: one call, no keywords.
+        for config in spec.config_dicts()[:1] if spec.autotuned else spec.config_dicts():
             try:
-                spec.launch_fn(*args, *outs, **config)
+                spec.launch_fn(*args, *outs, **spec.launch_kwargs(config))
             except AssertionError:
                 # The launch function refuses these sizes for this config (e.g. a row longer
                 # than BLOCK); the next config may take them.

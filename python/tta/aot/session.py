@@ -38,8 +38,8 @@ _PRIMES = (
 class TensorType:
     """A tensor port of a kernel: dtype and shape.
 
-    For inputs, each dim is ``None`` (dynamic: gets its own symbol ``i{k}_{j}``) or an ``int``
-    (static). For outputs, each dim is an ``int`` or an expression string over input symbols
+    For inputs, each dim is ``None`` (dynamic: gets its own symbol ``i{k}_{j}``), an ``int``
+    (static), or the name of an earlier input's symbol (``"i0_1"``: the same size). For outputs, each dim is an ``int`` or an expression string over input symbols
     (e.g. ``"i0_0*i0_1"``).
     """
 
@@ -72,13 +72,18 @@ class Session:
         self._names: dict[sympy.Symbol, sympy.Symbol] = {}  # ShapeEnv symbol -> i{k}_{j}
         self.hints: dict[str, int] = {}
         self.input_metas = tuple(input_metas)
+        self._by_name: dict[str, torch.SymInt] = {}
         primes = iter(_PRIMES)
         self.inputs: list[torch.Tensor] = []
         with self.mode:
             for k, meta in enumerate(self.input_metas):
                 dims = []
                 for j, d in enumerate(meta.shape):
-                    if d is None or isinstance(d, str):
+                    if isinstance(d, str) and d in self._by_name:
+                        # The same size as an earlier dim (a shape the caller knows is shared,
+                        # e.g. unified by the op's fake impl at export): the same symbol.
+                        dims.append(self._by_name[d])
+                    elif d is None or isinstance(d, str):
                         try:
                             hint = next(primes)
                         except StopIteration:
@@ -99,7 +104,8 @@ class Session:
         s = self.env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
         self._names[s] = sympy.Symbol(name, integer=True, positive=True)
         self.hints[name] = hint
-        return self.env.create_symintnode(s, hint=hint, source=source)
+        self._by_name[name] = self.env.create_symintnode(s, hint=hint, source=source)
+        return self._by_name[name]
 
     # -- outputs ------------------------------------------------------------------------------
 

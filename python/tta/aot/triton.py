@@ -12,8 +12,12 @@ an int computed from shapes (SymInt)       runtime ``i32`` param, an int32 *extr
                                            shape expression
 an int/bool/None that does not depend on   compiled in as a constexpr (one specialization
 shapes, or any value of a ``tl.constexpr``  each), never a runtime argument
-a float to a runtime param                 refused: TensorRT passes only int32 scalars
+a float to a runtime param (``eps``)        bound to that value as an fp32 constant: the
+                                           kernel is specialised for it (``triton_specialize``)
+a float computed from shapes (SymFloat)    refused: TensorRT passes only int32 scalars
 =========================================  =================================================
+
+``@triton.autotune`` configs and ``@triton.heuristics`` values: see ``triton_tuning.py``.
 
 Triton's JIT would also specialize on values (an int equal to 1 becomes a constant and leaves
 the PTX; ints divisible by 16 and 16-byte aligned pointers get ``tt.divisibility``). AOT must not:
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -37,7 +42,9 @@ from .. import dtypes
 from ..errors import PluginError
 from . import ptxabi
 from .driver import Artifact, Backend
+from . import triton_tuning
 from .record import patched
+from .triton_specialize import bind_floats
 from .session import Session, check_each_port_once, constant_int
 
 @dataclass
@@ -66,6 +73,15 @@ def _jit_run(original):
     return run
 
 
+def _autotuned_run(original):
+    def run(self, *args, **kwargs):
+        if getattr(_active, "sink", None) is None:
+            return original(self, *args, **kwargs)
+        return triton_tuning.run_autotuned(self, args, kwargs, getattr(_active, "where", "tta.triton"))
+
+    return run
+
+
 def _refuse(why: str):
     def factory(original):
         def run(self, *args, **kwargs):
@@ -80,28 +96,18 @@ def _refuse(why: str):
 
 
 @contextlib.contextmanager
-def intercept(sink: Callable[[TritonLaunch], None]):
-    """While active (in this thread), Triton launches go to ``sink`` instead of the GPU."""
+def intercept(sink: Callable[[TritonLaunch], None], where: str = "tta.triton"):
+    """While active (in this thread), Triton launches go to ``sink`` instead of the GPU; an
+    ``@triton.autotune`` kernel launches with the tactic's config (``triton_tuning.py``)."""
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
-    prev = getattr(_active, "sink", None)
-    _active.sink = sink
+    prev = getattr(_active, "sink", None), getattr(_active, "where", None)
+    _active.sink, _active.where = sink, where
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(patched(JITFunction, "run", _jit_run, _active))
-            stack.enter_context(
-                patched(
-                    Autotuner,
-                    "run",
-                    _refuse(
-                        "kernel {name} is wrapped in @triton.autotune; tta's configs replace autotuning "
-                        "(each config is one TensorRT tactic): remove the decorator and list the configs in "
-                        "tta.triton(launch_fn, configs=[...])"
-                    ),
-                    _active,
-                )
-            )
+            stack.enter_context(patched(Autotuner, "run", _autotuned_run, _active))
             try:
                 from triton.runtime.interpreter import InterpretedFunction
             except ImportError:  # pragma: no cover - older Triton
@@ -120,7 +126,7 @@ def intercept(sink: Callable[[TritonLaunch], None]):
                 )
             yield
     finally:
-        _active.sink = prev
+        _active.sink, _active.where = prev
 
 
 # -- analysis --------------------------------------------------------------------------------
@@ -150,6 +156,7 @@ class TritonPlan:
     output_shapes: tuple[tuple[str, ...], ...]
     guards: list[str] = field(default_factory=list)
     baked: dict[str, Any] = field(default_factory=dict)  # runtime params given constants
+    floats: dict[str, float] = field(default_factory=dict)  # runtime float params bound to values
 
     def runtime_params(self) -> list[Param]:
         return [p for p in self.params if p.role != "constexpr"]
@@ -190,6 +197,7 @@ def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPla
     constexprs: dict[str, Any] = {}
     extras: list[str] = []
     baked: dict[str, Any] = {}
+    floats: dict[str, float] = {}
     for kp in kernel.params:
         name = kp.name
         v = values[name]
@@ -205,11 +213,12 @@ def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPla
             params.append(Param(name, role[0], role[1]))
             continue
         if isinstance(v, float):
-            raise PluginError(
-                f"{here}: parameter {name!r} gets the float {v!r} at run time, but TensorRT AOT kernels take only "
-                f"int32 scalars at run time; declare it `{name}: tl.constexpr` so the value is compiled into the "
-                "kernel (one specialization per value)"
-            )
+            # Fixed for the plugin: bound as a constant fp32 scalar (the type Triton gives a float
+            # argument), since TensorRT passes only int32 scalars at run time.
+            floats[name] = v
+            baked[name] = v
+            params.append(Param(name, "constexpr", value=v))
+            continue
         if v is None or isinstance(v, bool) or constant_int(v) is not None:
             # Does not depend on shapes: compile it in. Triton accepts a constexpr for a param that
             # is not annotated as one (its JIT does the same for ints equal to 1).
@@ -246,6 +255,7 @@ def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPla
         options=options,
         **session.port_types(),
         baked=baked,
+        floats=floats,
     )
 
 
@@ -329,9 +339,16 @@ def build(
         for i, p in enumerate(plan.params):
             if p.role in ("input", "output"):
                 attrs[(i,)] = [["tt.divisibility", int(pointer_divisibility)]]
-    src = ASTSource(fn=plan.kernel, signature=dict(plan.signature), constexprs=dict(plan.constexprs), attrs=attrs)
+    fn, signature, constexprs = plan.kernel, dict(plan.signature), dict(plan.constexprs)
+    if plan.floats:
+        fn = bind_floats(plan.kernel, plan.floats, set(constexprs))
+        for name in plan.floats:
+            signature.pop(name, None), constexprs.pop(name, None)
+        # attrs are keyed by parameter position in the kernel compiled.
+        attrs = {(list(signature).index(plan.params[i[0]].name),): a for i, a in attrs.items()}
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     options = dict(plan.options)
-    # Explicit, so the result does not depend on Triton's changing default (and 3.9's warning).
+    # Explicit, so the result does not depend on Triton's changing default (nor warn about it).
     options.setdefault("enable_fp_fusion", True)
     cap = ptx_version_option(sm, max_ptx)
     if cap is not None and "ptx_version" not in options:
@@ -373,8 +390,25 @@ def build(
             "params": [dataclasses.asdict(p) | {"value": _jsonable(p.value)} for p in plan.params],
             "pointer_divisibility": pointer_divisibility,
             "arch_specific": arch_specific,
+            "note": specialization_note(plan),
         },
     )
+
+
+def specialization_note(plan: TritonPlan) -> str | None:
+    """What tta fixed in the kernel that the kernel takes at run time, in words."""
+    parts = []
+    if plan.floats:
+        parts.append("floats bound as fp32 constants: " + ", ".join(f"{k}={v!r}" for k, v in plan.floats.items()))
+    ints = {k: v for k, v in plan.baked.items() if k not in plan.floats}
+    if ints:
+        parts.append("constants compiled in: " + ", ".join(f"{k}={v!r}" for k, v in ints.items()))
+    extras = [f"{p.name}={p.value}" for p in plan.params if p.role == "extra"]
+    if extras:
+        parts.append("int32 extras from shapes: " + ", ".join(extras))
+    if not plan.baked:
+        return None
+    return "specialised on run-time arguments fixed for this plugin (" + "; ".join(parts) + ")"
 
 
 def _jsonable(v: Any) -> Any:
@@ -404,9 +438,10 @@ def _check_launchable(md, here: str) -> None:
 BACKEND = Backend(
     name="triton",
     title="Triton",
-    intercept=lambda session, where: intercept,
+    intercept=lambda session, where: functools.partial(intercept, where=where),
     plan=plan_launch,
     build=build,
     toolchain=toolchain,
     options=frozenset({"pointer_divisibility"}),
+    tactic=lambda spec, config: triton_tuning.tactic(config if spec.autotuned else triton_tuning.USER),
 )

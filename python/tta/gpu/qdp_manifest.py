@@ -8,7 +8,9 @@ combinations, tactics, ``get_launch_params`` -> ``aot_impl``, ``get_kernel``). E
 (combination, tactic) is written as a manifest kernel: the kernel name and code ``get_kernel``
 returned, and grid, block, shared memory, extras and output shapes printed from the expression
 trees TensorRT would store in the engine. The GPU conformance runner then launches exactly
-that. Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
+that. The ``tta.custom_op`` example ops (``tta.examples.custom_ops``, names ``custom_*``) come
+too, each through its generated plugin with its case's argument values as attributes (with the
+Triton backend). Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
 no GPU.
 """
 
@@ -45,6 +47,91 @@ def _constant(expr, what: str) -> int:
     return int(expr.get_constant_value())
 
 
+def _kernels(exprs, built, compiled, added, example, dname, test_shapes, shapes, sm, n_in, version) -> list:
+    """Manifest kernels from what the plugin package built, one per tactic."""
+    out = []
+    for b in sorted(built, key=lambda b: list(compiled).index(b.tactic)):
+        source = compiled[b.tactic]
+        kname = b.kernel_name.decode() if isinstance(b.kernel_name, bytes) else b.kernel_name
+        k = CompiledKernel(
+            backend=source.backend,
+            entry=kname,
+            code=b.code,
+            code_format=source.code_format,
+            grid=tuple(exprs.to_text(b.launch[f"grid_{a}"]) for a in "xyz"),
+            block=tuple(_constant(b.launch[f"block_{a}"], f"{example} block_{a}") for a in "xyz"),
+            shared_mem=_constant(b.launch["shared_mem"], f"{example} shared_mem"),
+            extras=tuple(exprs.to_text(e) for e in b.extras),
+            input_dtypes=tuple(_DTYPE_BY_TRT[t.name] for t in b.types[:n_in]),
+            output_dtypes=tuple(_DTYPE_BY_TRT[t.name] for t in b.types[n_in:]),
+            output_shapes=tuple(tuple(exprs.to_text(e) for e in o) for o in added.output_shapes),
+            config=source.config,
+            sm=sm,
+            ptx_version=source.ptx_version,
+        )
+        guards = source.meta.get("guards", [])
+        tests = [list(s) for s, ins in zip(test_shapes, shapes) if guards_hold(guards, symbol_values(ins))]
+        k.meta.update({"example": example, "dtype": dname, "test_shapes": tests, "via": f"tensorrt.plugin {version} aot_impl", "tactic": b.tactic, "guards": guards})
+        out.append(k)
+    return out
+
+
+def _unified_metas(shapes) -> list:
+    """Plugin input types for a custom-op case: a dim whose size equals an earlier dim's at every
+    test shape (a broadcast partner, a checked equality) shares its symbol, as the export of a
+    model calling the op would."""
+    from ..aot.base import input_symbol
+    from ..aot.session import TensorType
+
+    seen, metas = {}, []
+    for k in range(len(shapes[0])):
+        dims = []
+        for j in range(len(shapes[0][k])):
+            sizes = tuple(s[k][j] for s in shapes)
+            dims.append(seen.get(sizes))
+            seen.setdefault(sizes, input_symbol(k, j))
+        metas.append(dims)
+    return metas
+
+
+def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx) -> list:
+    """The ``tta.custom_op`` example ops (``tta.examples.custom_ops``) with their case's argument
+    values, through each op's generated plugin."""
+    import tensorrt as trt
+    import tensorrt.plugin as trtp
+
+    import tta
+    from ..aot.session import TensorType
+    from ..examples import custom_ops
+    from ..trt import custom_op, qdp
+
+    out = []
+    for case in custom_ops.CASES:
+        try:
+            op = custom_op._ops.get(case.op) or tta.custom_op(case.op, kernel=tta.triton(case.launch, configs=list(case.configs)))
+            for dtype in case.dtypes:
+                dname = str(dtype).removeprefix("torch.")
+                shapes = [[tuple(t.shape) for t in case.make_inputs(s, dtype, "meta")] for s in case.test_shapes]
+                n_in = len(shapes[0])
+                metas = [TensorType(dname, tuple(d)) for d in _unified_metas(shapes)]
+                name = op.plugin_name([True] * n_in, metas, sm=sm, max_ptx=max_ptx)
+                profile = []
+                for k in range(n_in):
+                    dims = list(zip(*[s[k] for s in shapes]))
+                    profile.append((tuple(min(d) for d in dims), shapes[0][k], tuple(max(d) for d in dims)))
+                trt_dtype = getattr(trt.DataType, qdp.TRT_DTYPES[dname])
+                itensors = [trt.ITensor(f"x{k}", [-1] * len(profile[k][0]), trt_dtype) for k in range(n_in)]
+                create = getattr(trtp.op.tta, name)(*itensors, **qdp.attribute_kwargs(name, case.values))
+                added = plugin_build.add_plugin_aot(create)
+                built = plugin_build.build_plugin(added, profile)
+                compiled = qdp.tactics(name, [dname] * n_in, case.values)
+                out += _kernels(exprs, built, compiled, added, case.name, dname, case.test_shapes, shapes, sm, n_in, trt.__version__)
+        except TTAError as e:
+            failures.append({"example": case.name, "error": str(e)})
+            print(f"tta: {case.name}: {e}", file=sys.stderr)
+    return out
+
+
 def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugin_version: str = "11.1") -> dict:
     exprs, plugin_build = _standin(plugin_version)
     import tensorrt as trt
@@ -56,6 +143,9 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
     kernels, failures = [], []
     t0 = time.perf_counter()
     for ex in examples(tuple(backends) if backends else ("triton",)):
+        if not ex.buildable():
+            failures.append({"example": ex.name, "error": f"needs {', '.join(ex.requires)} to compile"})
+            continue
         first = ex.dtypes[0]
         n_in = len(ex.input_metas(first))
         combos = [(str(d).removeprefix("torch."),) * n_in for d in ex.dtypes]
@@ -82,29 +172,9 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
                 failures.append({"example": ex.name, "dtype": dname, "error": str(e)})
                 print(f"tta: {ex.name} {dname}: {e}", file=sys.stderr)
                 continue
-            for b in sorted(built, key=lambda b: list(compiled).index(b.tactic)):
-                source = compiled[b.tactic]
-                kname = b.kernel_name.decode() if isinstance(b.kernel_name, bytes) else b.kernel_name
-                k = CompiledKernel(
-                    backend=source.backend,
-                    entry=kname,
-                    code=b.code,
-                    code_format=source.code_format,
-                    grid=tuple(exprs.to_text(b.launch[f"grid_{a}"]) for a in "xyz"),
-                    block=tuple(_constant(b.launch[f"block_{a}"], f"{ex.name} block_{a}") for a in "xyz"),
-                    shared_mem=_constant(b.launch["shared_mem"], f"{ex.name} shared_mem"),
-                    extras=tuple(exprs.to_text(e) for e in b.extras),
-                    input_dtypes=tuple(_DTYPE_BY_TRT[t.name] for t in b.types[:n_in]),
-                    output_dtypes=tuple(_DTYPE_BY_TRT[t.name] for t in b.types[n_in:]),
-                    output_shapes=tuple(tuple(exprs.to_text(e) for e in o) for o in added.output_shapes),
-                    config=source.config,
-                    sm=sm,
-                    ptx_version=source.ptx_version,
-                )
-                guards = source.meta.get("guards", [])
-                tests = [list(s) for s, ins in zip(ex.test_shapes, shapes) if guards_hold(guards, symbol_values(ins))]
-                k.meta.update({"example": ex.name, "dtype": dname, "test_shapes": tests, "via": f"tensorrt.plugin {trt.__version__} aot_impl", "tactic": b.tactic, "guards": guards})
-                kernels.append(k)
+            kernels += _kernels(exprs, built, compiled, added, ex.name, dname, ex.test_shapes, shapes, sm, n_in, trt.__version__)
+    if backends is None or "triton" in backends:
+        kernels += _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx)
     del torch
     info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "seconds": round(time.perf_counter() - t0, 2)}
     write_manifest(out, kernels, **info)

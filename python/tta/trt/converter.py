@@ -69,14 +69,96 @@ def convert_tta_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: dic
                 "a TensorRT plugin of a region takes tensors only (integers a region reads must be baked into "
                 "the kernel or passed as a tensor)"
             )
-    qdp.restrict_tactics(op, ranges)
-    create = getattr(getattr(trtp.op, NAMESPACE), op)(*itensors)
+    return add_plugin_layer(ctx, op, itensors, ranges, info)
+
+
+def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges: list, info: dict, values: dict | None = None):
+    """The plugin layer of ``tta::<plugin>`` on ``itensors``, its tactics narrowed to those
+    valid over ``ranges``, with the attribute ``values`` (for plugins that have attributes)."""
+    import tensorrt.plugin as trtp
+
+    qdp.restrict_tactics(plugin, ranges, values)
+    kwargs = qdp.attribute_kwargs(plugin, values) if values is not None else {}
+    create = getattr(getattr(trtp.op, NAMESPACE), plugin)(*itensors, **kwargs)
     layer = ctx.net.add_plugin(create, aot=True)
     layer.name = info["layer"]
     layer.metadata = layer_metadata(info)
     record_conversion(info)
     outputs = [layer.get_output(i) for i in range(layer.num_outputs)]
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def register_custom_op(op: Any, capability_validator: Any, priority: Any, supports_dynamic_shapes: bool) -> None:
+    """The converter of a ``tta.custom_op`` op, with Torch-TensorRT's own meaning of the
+    validator (``(node, settings) -> bool``), priority and dynamic-shape support."""
+    dynamo_tensorrt_converter(
+        op.signature.overload,
+        capability_validator=capability_validator,
+        priority=ConverterPriority.STANDARD if priority is None else priority,
+        supports_dynamic_shapes=supports_dynamic_shapes,
+    )(convert_custom_op)
+
+
+def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: dict, name: str):
+    """One call site of a ``tta.custom_op`` op: its plugin variant (input types, which optional
+    tensors are there) and its attribute values (``custom_op.py``)."""
+    import tensorrt as trt
+
+    from . import custom_op
+
+    op = custom_op.lookup(target)
+    node = ctx.current_node
+    sig = op.signature
+    where = f"{sig.op_name} ({node.name if node is not None else name}, {region_info(node, name)['source']})"
+    values = _bind(target._schema, args, kwargs, sig.op_name)
+    fx_values = _bind(target._schema, node.args, node.kwargs, sig.op_name) if node is not None else [None] * len(values)
+    itensors, ranges, fakes, present, attrs = [], [], [], [], {}
+    for arg, value, fx_value in zip(sig.args, values, fx_values):
+        if arg.kind == "attribute":
+            if isinstance(value, (trt.ITensor, torch.fx.Node, torch.SymInt, torch.SymFloat, torch.Tensor)):
+                raise PluginError(
+                    f"{where}: argument {arg.name} is computed from the model's tensors or shapes here; a TensorRT "
+                    "plugin attribute is fixed when the engine is built, so pass a constant"
+                )
+            attrs[arg.name] = value
+            continue
+        if value is None:
+            present.append(False)
+            continue
+        present.append(True)
+        if isinstance(value, torch.Tensor):
+            itensors.append(get_trt_tensor(ctx, value, f"{name}/{arg.name}"))
+            fakes.append(value)
+            ranges.append([(int(d), int(d)) for d in value.shape])
+            continue
+        if not isinstance(value, trt.ITensor):
+            raise PluginError(f"{where}: argument {arg.name} is {value!r}, not a tensor")
+        fake = fx_value.meta.get("val") if isinstance(fx_value, torch.fx.Node) else None
+        if not isinstance(fake, torch.Tensor):
+            raise PluginError(f"{where}: argument {arg.name} has no fake value in the graph (meta['val']) to type the plugin by")
+        itensors.append(value)
+        fakes.append(fake)
+        ranges.append(_ranges_of(fx_value, value))
+    from .lowering import current_session, device_sm
+
+    session = current_session()
+    sm = session.sm if session is not None else device_sm(ctx.compilation_settings)
+    max_ptx = session.max_ptx if session is not None else 90
+    try:
+        plugin = op.plugin_name(present, custom_op.input_metas(fakes), sm=sm, max_ptx=max_ptx)
+    except PluginError as e:
+        raise PluginError(f"{where}: {e}") from None
+    info = {
+        "op": sig.op_name,
+        "region": node.name if node is not None else name,
+        "impl": plugin,
+        "source": region_info(node, name)["source"],
+        "layer": f"{sig.op_name}/{node.name if node is not None else name}",
+    }
+    try:
+        return add_plugin_layer(ctx, plugin, itensors, ranges, info, attrs)
+    except PluginError as e:
+        raise PluginError(f"{where}: {e}") from None
 
 
 def _bind(schema, args: Sequence[Any], kwargs: dict, op: str) -> list:

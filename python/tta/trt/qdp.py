@@ -24,11 +24,17 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
     Every tactic id of the op and its kernel (compiling if needed).
 
 ``define(name, plugin, input_metas, output_fn, *, dtypes=None, attributes=(), ...)``
-    The same for any tta ``Plugin`` (what ``register`` uses; custom ops reuse it): several
-    input dtype combinations, and attributes (``Attribute(name, type)``: ``str``, ``bytes``,
-    ``bool``; ``int``/``float`` only where the plugin package can create them, i.e. not on
-    TensorRT <= 11.1 with NumPy >= 2.4). Attribute values reach ``aot_impl`` in registration
-    order; kernels are keyed by dtypes and tactic.
+    The same for any tta ``Plugin`` (what ``register`` uses; ``tta.custom_op`` reuses it):
+    several input dtype combinations, and attributes (``Attribute(name, type)``: ``str``,
+    ``bytes``, ``bool``, ``int``, ``float``, ``list`` of int/float; see ``Attribute`` for what
+    each TensorRT version carries). Attribute values reach the descriptor and ``aot_impl``:
+    ``output_fn`` and the kernels' launch functions get them as keywords (merged into each
+    config), so output shapes and kernels are specialised per value; kernels are keyed by
+    dtypes, attribute values and tactic.
+
+``attribute_kwargs(name, values) -> dict``
+    The keywords to call ``trtp.op.tta.<name>(*itensors, **kwargs)`` with for these attribute
+    values (in registration order, encoded as the plugin carries them).
 
 What TensorRT gets per (type combination, tactic): ``aot_impl`` returns the compiled kernel's
 entry name and PTX from the compile cache, ``KernelLaunchParams`` (grid from the kernel's shape
@@ -83,15 +89,23 @@ CUBIN_REFUSAL = (
 
 @dataclass(frozen=True)
 class Attribute:
-    """A plugin attribute: name and Python type. ``str``, ``bytes`` and ``bool`` work with every
-    TensorRT 10.9-11.4; ``int`` and ``float`` fail at plugin creation on TensorRT <= 11.1 with
-    NumPy >= 2.4 (the package calls ``int()`` on a 1-element array), so they are refused there.
-    ``aot_impl`` receives every value, in registration order (TensorRT does not serialize AOT
-    attributes); the kernels compiled today do not depend on them: specializing a kernel by
-    attribute value is for the custom-op path to add."""
+    """A plugin attribute: name and Python type (``item``: the element type of a ``list``).
+    ``str``, ``bytes`` and ``bool`` work with every TensorRT 10.9-11.4. ``int`` and ``float``
+    fail at plugin creation on TensorRT <= 11.1 with NumPy >= 2.4 (the package calls ``int()``
+    on a 1-element array): there they are refused, or with ``str_fallback`` sent as their
+    ``repr`` in a ``str`` attribute (exact for ints and floats) and decoded before use. Lists
+    are NumPy array attributes, which only TensorRT >= 11.3 creates with current NumPy and
+    Python; refused below. ``aot_impl`` receives every value, in registration order (TensorRT
+    does not serialize AOT attributes)."""
 
     name: str
     type: type
+    item: type | None = None
+    str_fallback: bool = False
+
+    def annotation(self) -> Any:
+        """The type the plugin package is told (``_check_attributes`` picks it)."""
+        return self.type
 
 
 @dataclass
@@ -101,17 +115,24 @@ class _Entry:
     output_fn: Callable  # fake outputs from fake inputs
     input_metas: list[TensorType]  # of the first type combination
     combos: list[tuple[tuple[str, ...], tuple[str, ...]]]  # (input dtypes, output dtypes)
-    output_shapes: list[tuple[str | int, ...]]  # expressions over i{k}_{j}
-    attributes: tuple[Attribute, ...]
+    output_shapes: list[tuple[str | int, ...]]  # expressions over i{k}_{j} (no attributes)
+    attributes: tuple["_Wire", ...]
     tactic_ids: list[int]
     tactic_labels: dict[int, str]
+    n_outputs: int = 1
+    # Whether attribute values reach the output function and the kernels (custom ops); else they
+    # only reach aot_impl.
+    by_values_enabled: bool = False
     sm: int = 90
     max_ptx: int | None = 90
     allow_cubin: bool = False
     allowed: list[int] | None = None  # set by restrict_tactics
     compiled: dict[tuple, dict[int, CompiledKernel]] = field(default_factory=dict)
     cubin_reasons: dict[int, str] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    dtype_combos: list[tuple[str, ...]] = field(default_factory=list)  # input dtypes offered
+    # attribute values -> (combos, output shapes), for plugins whose outputs depend on them
+    by_values: dict[tuple, tuple[list, list]] = field(default_factory=dict)
 
     @property
     def plugin_id(self) -> str:
@@ -120,17 +141,39 @@ class _Entry:
     def metas_for(self, input_dtypes: Sequence[str]) -> list[TensorType]:
         return [TensorType(d, m.shape) for d, m in zip(input_dtypes, self.input_metas)]
 
-    def kernels(self, input_dtypes: Sequence[str]) -> dict[int, CompiledKernel]:
-        """tactic id -> kernel for these input dtypes on the current target (compiled once,
-        through the compile cache). cuTile CUBINs become PTX where they can (``cutile_ptx``);
-        where not, the CUBIN stays and ``cubin_reasons`` says why."""
-        key = (tuple(input_dtypes), self.sm, self.max_ptx, self.allow_cubin)
+    def signature(self, values: dict | None = None) -> tuple[list, list]:
+        """(dtype combinations, output shapes) for these attribute values: the output function
+        run on symbolic inputs, once per values."""
+        if not self.by_values_enabled:
+            return self.combos, self.output_shapes
+        key = _values_key(values or {})
+        with self.lock:
+            got = self.by_values.get(key)
+            if got is None:
+                got = _signature_of(self.plugin_id, self.input_metas, self.dtype_combos, self.output_fn, dict(values or {}))
+                self.by_values[key] = got
+            return got
+
+    def kernels(self, input_dtypes: Sequence[str], values: dict | None = None) -> dict[int, CompiledKernel]:
+        """tactic id -> kernel for these input dtypes (and attribute values, which the launch
+        functions get as keywords) on the current target (compiled once, through the compile
+        cache). cuTile CUBINs become PTX where they can (``cutile_ptx``); where not, the CUBIN
+        stays and ``cubin_reasons`` says why."""
+        values = dict(values or {}) if self.by_values_enabled else {}
+        key = (tuple(input_dtypes), self.sm, self.max_ptx, self.allow_cubin) + ((_values_key(values),) if values else ())
         with self.lock:
             got = self.compiled.get(key)
             if got is None:
-                from ..aot.compile import compile_plugin
+                from ..aot.compile import compile_plugin, compile_specs
 
-                ks = compile_plugin(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
+                if values:
+                    combos, shapes = self.signature(values)
+                    outs = _combo_of(self.plugin_id, combos, tuple(input_dtypes))[1]
+                    out_metas = [TensorType(d, tuple(sh)) for d, sh in zip(outs, shapes)]
+                    specs = [with_arguments(s, values) for s in self.plugin.kernels]
+                    ks = compile_specs(specs, self.metas_for(input_dtypes), out_metas, sm=self.sm, max_ptx=self.max_ptx)
+                else:
+                    ks = compile_plugin(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
                 got = {}
                 for tid, k in zip(self.tactic_ids, ks):
                     if k.backend == "cutile" and k.code_format == "cubin" and not self.allow_cubin:
@@ -161,29 +204,150 @@ def _trt():
     return trt, trtp
 
 
-def _check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[Attribute, ...]:
+@dataclass(frozen=True)
+class _Wire:
+    """An attribute as the plugin package carries it: the annotation it is registered with and
+    the conversions to and from the value the descriptor, ``aot_impl`` and kernels see."""
+
+    attr: Attribute
+    annotation: Any
+    as_str: bool = False  # an int/float sent as its repr
+
+    @property
+    def name(self) -> str:
+        return self.attr.name
+
+    @property
+    def type(self) -> Any:
+        return self.annotation
+
+    def encode(self, value: Any) -> Any:
+        a = self.attr
+        if a.type is list:
+            import numpy as np
+
+            return np.asarray(list(value), dtype=np.int64 if a.item is int else np.float64)
+        if self.as_str:
+            return repr(a.type(value))
+        return a.type(value) if a.type in (int, float) and not isinstance(value, bool) else value
+
+    def decode(self, value: Any) -> Any:
+        a = self.attr
+        if a.type is list:
+            return [a.item(v) for v in list(value)]
+        if self.as_str:
+            return int(value) if a.type is int else float(value)
+        return value
+
+
+def _versions() -> tuple:
     trt, _ = _trt()
     import numpy as np
 
+    trt_v = tuple(int(p) for p in trt.__version__.split(".")[:2])
+    np_v = tuple(int(p) for p in np.__version__.split(".")[:2])
+    return trt_v, np_v, trt.__version__, np.__version__
+
+
+def _check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire, ...]:
     out = []
     for a in attributes:
         if a.name in ("outputs", "stream", "tactic") or not a.name.isidentifier() or re.fullmatch(r"x\d+", a.name):
             raise PluginError(f"{where}: {a.name!r} cannot be a plugin attribute name")
         if a.type in (str, bytes, bool):
-            out.append(a)
+            out.append(_Wire(a, a.type))
             continue
+        trt_v, np_v, trt_s, np_s = _versions()
         if a.type in (int, float):
-            trt_v = tuple(int(p) for p in trt.__version__.split(".")[:2])
-            np_v = tuple(int(p) for p in np.__version__.split(".")[:2])
             if trt_v < (11, 2) and np_v >= (2, 4):
+                if a.str_fallback:
+                    out.append(_Wire(a, str, as_str=True))
+                    continue
                 raise PluginError(
-                    f"{where}: attribute {a.name!r} is {a.type.__name__}: tensorrt.plugin {trt.__version__} cannot create a "
-                    f"plugin with int/float attributes under NumPy {np.__version__} (fixed in TensorRT 11.2); pass it as str"
+                    f"{where}: attribute {a.name!r} is {a.type.__name__}: tensorrt.plugin {trt_s} cannot create a "
+                    f"plugin with int/float attributes under NumPy {np_s} (fixed in TensorRT 11.2); pass it as str"
                 )
-            out.append(a)
+            out.append(_Wire(a, a.type))
             continue
-        raise PluginError(f"{where}: attribute {a.name!r} has type {a.type!r}; use str, bytes or bool (int/float where safe)")
+        if a.type is list and a.item in (int, float):
+            if trt_v < (11, 3):
+                raise PluginError(
+                    f"{where}: attribute {a.name!r} is a list of {a.item.__name__}: tensorrt.plugin {trt_s} cannot "
+                    f"carry list (NumPy array) attributes with NumPy {np_s} (TensorRT 11.3 can); pass the values "
+                    "another way (separate scalar arguments)"
+                )
+            import numpy as np
+            import numpy.typing as npt
+
+            out.append(_Wire(a, npt.NDArray[np.int64 if a.item is int else np.float64]))
+            continue
+        raise PluginError(f"{where}: attribute {a.name!r} has type {a.type!r}; use str, bytes, bool, int, float or a list of int/float")
     return tuple(out)
+
+
+def _values_key(values: dict) -> tuple:
+    return tuple((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in sorted(values.items()))
+
+
+def with_arguments(spec: Any, values: dict) -> Any:
+    """``spec`` with ``values`` (the op's non-tensor arguments) merged into every config, so the
+    launch function gets them as keywords and each value set is its own compiled kernel."""
+    import dataclasses
+
+    if not values:
+        return spec
+    frozen = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    configs = tuple(tuple(sorted({**dict(c), **frozen}.items())) for c in spec.configs)
+    return dataclasses.replace(spec, configs=configs)
+
+
+def _combo_of(where: str, combos, input_dtypes: tuple) -> tuple:
+    for c in combos:
+        if c[0] == input_dtypes:
+            return c
+    offered = ", ".join("/".join(c[0]) for c in combos)
+    raise PluginError(f"{where}: inputs of types {'/'.join(input_dtypes)} were not compiled for (offered: {offered})")
+
+
+def _signature_of(where: str, input_metas, combos_in, output_fn: Callable, values: dict) -> tuple[list, list]:
+    """Output dtypes per input dtype combination and output shapes (expressions over the input
+    symbols): ``output_fn`` on symbolic inputs, with the attribute values as keywords."""
+    import functools
+
+    fn = functools.partial(output_fn, **values) if values else output_fn
+    combos = []
+    shapes = None
+    for ins in combos_in:
+        if len(ins) != len(input_metas):
+            raise PluginError(f"{where}: dtype combination {ins} has {len(ins)} entries for {len(input_metas)} inputs")
+        session = Session([TensorType(d, m.shape) for d, m in zip(ins, input_metas)])
+        _refuse_data_dependent(where, session.outputs_from_fn(fn, where))
+        metas = session.output_metas()
+        outs = tuple(m.dtype for m in metas)
+        for d in (*ins, *outs):
+            if d not in TRT_DTYPES:
+                raise PluginError(f"{where}: dtype {d} has no TensorRT equivalent")
+        these = [m.shape for m in metas]
+        if shapes is not None and these != shapes:
+            raise PluginError(f"{where}: output shapes differ between dtype combinations: {shapes} vs {these}")
+        shapes = these
+        combos.append((tuple(ins), outs))
+    return combos, shapes or []
+
+
+def _refuse_data_dependent(where: str, outputs) -> None:
+    """A size the fake impl made up (``new_dynamic_size``, ``nonzero``) is known only once the
+    kernel has run; an AOT plugin's output shapes must follow from its input shapes."""
+    import torch
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for k, o in enumerate(outputs):
+        for j, d in enumerate(o.shape):
+            if isinstance(d, torch.SymInt) and free_unbacked_symbols(d):
+                raise PluginError(
+                    f"{where}: output {k} dim {j} is data-dependent ({d.node.expr}): it is known only after the kernel "
+                    "runs, and a TensorRT AOT plugin's output shapes must be computed from its input shapes"
+                )
 
 
 def define(
@@ -194,6 +358,7 @@ def define(
     *,
     dtypes: Sequence[Sequence[str]] | None = None,
     attributes: Sequence[Attribute] = (),
+    n_outputs: int | None = None,
     sm: Any = KEEP,
     max_ptx: Any = KEEP,
     allow_cubin: Any = KEEP,
@@ -205,7 +370,7 @@ def define(
     with _lock:
         entry = _entries.get(name)
         if entry is None:
-            entry = _new_entry(name, plugin, list(input_metas), output_fn, dtypes, attributes)
+            entry = _new_entry(name, plugin, list(input_metas), output_fn, dtypes, attributes, n_outputs)
             _define_trtp(entry)
             _entries[name] = entry
         elif entry.plugin is not plugin and getattr(entry.plugin, "key", None) != getattr(plugin, "key", None):
@@ -220,30 +385,18 @@ def define(
         return entry.plugin_id
 
 
-def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes) -> _Entry:
+def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes, n_outputs=None) -> _Entry:
     where = f"{NAMESPACE}::{name}"
     if "." in name or "::" in name:
         raise PluginError(f"{where}: a plugin name may not contain '.' or '::'")
     if not plugin.kernels:
         raise PluginError(f"{where}: the plugin {plugin.name!r} has no kernels to build a TensorRT plugin from")
     combos_in = [tuple(m.dtype for m in input_metas)] if dtypes is None else [tuple(d) for d in dtypes]
-    combos = []
-    shapes = None
-    for ins in combos_in:
-        if len(ins) != len(input_metas):
-            raise PluginError(f"{where}: dtype combination {ins} has {len(ins)} entries for {len(input_metas)} inputs")
-        session = Session([TensorType(d, m.shape) for d, m in zip(ins, input_metas)])
-        session.outputs_from_fn(output_fn, where)
-        metas = session.output_metas()
-        outs = tuple(m.dtype for m in metas)
-        for d in (*ins, *outs):
-            if d not in TRT_DTYPES:
-                raise PluginError(f"{where}: dtype {d} has no TensorRT equivalent")
-        these = [m.shape for m in metas]
-        if shapes is not None and these != shapes:
-            raise PluginError(f"{where}: output shapes differ between dtype combinations: {shapes} vs {these}")
-        shapes = these
-        combos.append((ins, outs))
+    wires = _check_attributes(attributes, where)
+    # With n_outputs given, outputs and kernels depend on the attribute values (computed per
+    # values); without, the output function takes the inputs only.
+    by_values = bool(wires) and n_outputs is not None
+    combos, shapes = ([], []) if by_values else _signature_of(where, input_metas, combos_in, output_fn, {})
     specs = [(spec, cfg) for spec in plugin.kernels for cfg in spec.config_dicts()]
     ids = _tactics.tactic_ids([(s.backend, s.identity, c) for s, c in specs])
     labels = {t: f"{s.backend} {s.identity} {c}" for t, (s, c) in zip(ids, specs)}
@@ -253,10 +406,13 @@ def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes) -> _Ent
         output_fn=output_fn,
         input_metas=list(input_metas),
         combos=combos,
-        output_shapes=shapes or [],
-        attributes=_check_attributes(attributes, where),
+        output_shapes=shapes,
+        attributes=wires,
         tactic_ids=ids,
         tactic_labels=labels,
+        dtype_combos=combos_in,
+        n_outputs=int(n_outputs) if by_values else len(shapes),
+        by_values_enabled=by_values,
     )
 
 
@@ -270,26 +426,33 @@ def _define_trtp(entry: _Entry) -> None:
     package validates parameter names, order and annotations through ``inspect.signature``)."""
     trt, trtp = _trt()
     n_in = len(entry.input_metas)
-    n_out = len(entry.output_shapes)
+    n_out = entry.n_outputs
     ins = [(f"x{i}", trtp.TensorDesc) for i in range(n_in)]
     attrs = [(a.name, a.type) for a in entry.attributes]
     outs_ret = trtp.TensorDesc if n_out == 1 else Tuple[tuple([trtp.TensorDesc] * n_out)]
 
-    def desc(*inputs: Any, **attr_values: Any):
-        return _output_descs(entry, inputs)
+    def values_of(wire_values) -> dict:
+        return {a.name: a.decode(v) for a, v in zip(entry.attributes, wire_values)}
+
+    def desc(*args: Any, **kwargs: Any):
+        # The package calls the descriptor with the attributes as keywords, and once (while
+        # registering) with placeholder values for all of them.
+        inputs = args[:n_in]
+        wire = list(args[n_in:]) + [kwargs[a.name] for a in entry.attributes[len(args) - n_in :]]
+        return _output_descs(entry, inputs, values_of(wire))
 
     desc.__signature__ = _signature(ins + attrs, outs_ret)
     desc.__name__ = desc.__qualname__ = f"{entry.name}_desc"
 
     def tune(*args: Any):
-        return _autotune(entry)
+        return _autotune(entry, values_of(args[n_in : n_in + len(attrs)]))
 
-    tune.__signature__ = _signature(ins + [("outputs", Tuple[trtp.TensorDesc])], List[trtp.AutoTuneCombination])
+    tune.__signature__ = _signature(ins + attrs + [("outputs", Tuple[trtp.TensorDesc])], List[trtp.AutoTuneCombination])
     tune.__name__ = tune.__qualname__ = f"{entry.name}_autotune"
 
     def aot(*args: Any):
         inputs, values, outputs, tactic = args[:n_in], args[n_in : n_in + len(attrs)], args[-2], args[-1]
-        return _aot_impl(entry, inputs, dict(zip([a for a, _ in attrs], values)), outputs, tactic)
+        return _aot_impl(entry, inputs, values_of(values), outputs, tactic)
 
     aot_ret = Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams, trtp.SymIntExprs]
     aot.__signature__ = _signature(ins + attrs + [("outputs", Tuple[trtp.TensorDesc]), ("tactic", int)], aot_ret)
@@ -309,20 +472,16 @@ def _dtype_names(descs: Sequence[Any]) -> tuple[str, ...]:
     return tuple(reverse.get(d.dtype.name, d.dtype.name) for d in descs)
 
 
-def _combo(entry: _Entry, input_dtypes: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    for c in entry.combos:
-        if c[0] == input_dtypes:
-            return c
-    offered = ", ".join("/".join(c[0]) for c in entry.combos)
-    raise PluginError(f"{entry.plugin_id}: inputs of types {'/'.join(input_dtypes)} were not compiled for (offered: {offered})")
+def _combo(entry: _Entry, input_dtypes: tuple[str, ...], values: dict | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return _combo_of(entry.plugin_id, entry.signature(values)[0], input_dtypes)
 
 
-def _output_descs(entry: _Entry, inputs: Sequence[Any]):
+def _output_descs(entry: _Entry, inputs: Sequence[Any], values: dict | None = None):
     trt, trtp = _trt()
-    _, out_dtypes = _combo(entry, _dtype_names(inputs))
+    _, out_dtypes = _combo(entry, _dtype_names(inputs), values)
     scope = qdp_shapes.symbols(inputs)
     outs = []
-    for k, (shape, dtype) in enumerate(zip(entry.output_shapes, out_dtypes)):
+    for k, (shape, dtype) in enumerate(zip(entry.signature(values)[1], out_dtypes)):
         dims = tuple(qdp_shapes.to_trtp(d, scope, trtp, f"{entry.plugin_id} output {k} dim {j}") for j, d in enumerate(shape))
         outs.append(trtp.from_shape_expr(dims, dtype=getattr(trt.DataType, TRT_DTYPES[dtype])))
     return outs[0] if len(outs) == 1 else tuple(outs)
@@ -332,12 +491,12 @@ def offered_tactics(entry: _Entry) -> list[int]:
     return list(entry.tactic_ids if entry.allowed is None else entry.allowed)
 
 
-def _autotune(entry: _Entry) -> list:
+def _autotune(entry: _Entry, values: dict | None = None) -> list:
     _, trtp = _trt()
     offered = offered_tactics(entry)
     return [
         trtp.AutoTuneCombination(", ".join(TRT_DTYPES[d] for d in (*ins, *outs)), "LINEAR", offered)
-        for ins, outs in entry.combos
+        for ins, outs in entry.signature(values)[0]
     ]
 
 
@@ -347,10 +506,10 @@ def _aot_impl(entry: _Entry, inputs, attr_values: dict, outputs, tactic: int):
     for d in (*inputs, *outputs):
         if d.format != trt.TensorFormat.LINEAR:
             raise PluginError(f"{where}: tensor format {d.format} requested; tta kernels take LINEAR (dense) tensors only")
-    in_dtypes, out_dtypes = _combo(entry, _dtype_names(inputs))
+    in_dtypes, out_dtypes = _combo(entry, _dtype_names(inputs), attr_values)
     if _dtype_names(outputs) != out_dtypes:
         raise PluginError(f"{where}: output types {_dtype_names(outputs)} requested, the kernels write {out_dtypes}")
-    kernels = entry.kernels(in_dtypes)
+    kernels = entry.kernels(in_dtypes, attr_values)
     tactic = int(tactic)
     if tactic == 0:  # TensorRT's default tactic: the first one offered
         tactic = offered_tactics(entry)[0]
@@ -403,13 +562,23 @@ def _entry(op_name: str) -> _Entry:
     return entry
 
 
-def tactics(op_name: str, input_dtypes: Sequence[str] | None = None) -> dict[int, CompiledKernel]:
-    """See the module docstring (``input_dtypes``: which combination; default the first)."""
+def tactics(op_name: str, input_dtypes: Sequence[str] | None = None, values: dict | None = None) -> dict[int, CompiledKernel]:
+    """See the module docstring (``input_dtypes``: which combination, default the first;
+    ``values``: the attribute values, for plugins that have attributes)."""
     entry = _entry(op_name)
-    return entry.kernels(tuple(input_dtypes) if input_dtypes else entry.combos[0][0])
+    return entry.kernels(tuple(input_dtypes) if input_dtypes else entry.dtype_combos[0], values)
 
 
-def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]]]) -> list[int]:
+def attribute_kwargs(op_name: str, values: dict) -> dict:
+    """See the module docstring."""
+    entry = _entry(op_name)
+    missing = [a.name for a in entry.attributes if a.name not in values]
+    if missing:
+        raise PluginError(f"{entry.plugin_id}: no value for attribute(s) {missing}")
+    return {a.name: a.encode(values[a.name]) for a in entry.attributes}
+
+
+def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]]], values: dict | None = None) -> list[int]:
     """See the module docstring."""
     entry = _entry(op_name)
     where = entry.plugin_id
@@ -429,8 +598,8 @@ def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]
             ranges[f"i{k}_{j}"] = (lo, hi)
     kept: list[int] = []
     refusals: dict[int, str] = {}
-    for ins, _ in entry.combos:
-        for tid, k in entry.kernels(ins).items():
+    for ins, _ in entry.signature(values)[0]:
+        for tid, k in entry.kernels(ins, values).items():
             entry.refuse_cubin(tid, k)
             failed = None
             for g in k.meta.get("guards", []):

@@ -132,6 +132,17 @@ impl Pattern {
         // Classify: placeholders are inputs (kept when used), observers are dropped, integer
         // computations (`sym_size`, products of sizes) become size expressions, the rest are
         // body nodes; graph positions -> input / body indices.
+        let dim_symbols: Vec<String> = pg
+            .nodes
+            .iter()
+            .filter(|n| n.op == OpKind::Placeholder)
+            .filter_map(|n| n.val.as_tensor())
+            .flat_map(|t| t.shape.iter())
+            .filter_map(|d| match d {
+                Dim::Sym(s) => Some(s.clone()),
+                Dim::Const(_) => None,
+            })
+            .collect();
         let mut kind: Vec<Option<PRef>> = vec![None; pg.nodes.len()];
         let mut size_of: HashMap<usize, Poly> = HashMap::new();
         let mut body_pos = Vec::new();
@@ -142,13 +153,13 @@ impl Pattern {
                     if !out_pos.contains(&i) && is_observer(n, users[i]) {
                         continue;
                     }
-                    if let Some(p) = size_value(&n.val) {
-                        if out_pos.contains(&i) {
-                            return Err(err(name, Some(n), format!("it returns the size `{}`; a pattern returns tensors", n.name)));
+                    // A size that is a function of the inputs' dims; a data-dependent one
+                    // (`nonzero`'s count) stays an op matched like any other.
+                    if let Some(Ok(p)) = size_value(&n.val) {
+                        if !out_pos.contains(&i) && p.symbols().iter().all(|s| dim_symbols.contains(s)) {
+                            size_of.insert(i, p);
+                            continue;
                         }
-                        let p = p.map_err(|e| err(name, Some(n), format!("the size `{}` cannot be read: {e}", n.name)))?;
-                        size_of.insert(i, p);
-                        continue;
                     }
                     if users[i] == 0 {
                         return Err(err(name, Some(n), format!("`{}` is computed but neither used nor returned", n.name)));
@@ -186,7 +197,7 @@ impl Pattern {
             if let Some(s) = p.symbols().into_iter().find(|s| !symbols.iter().any(|x| &x.symbol == s)) {
                 let n = &pg.nodes[i];
                 return Err(err(name, Some(n), format!(
-                    "the size `{}` = {p} depends on `{s}`, which is no dim of the pattern's inputs (a data-dependent size cannot be matched)",
+                    "the size `{}` = {p} depends on `{s}`, a dim of an input no operation of the pattern reads",
                     n.name
                 )));
             }

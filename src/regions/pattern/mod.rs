@@ -44,14 +44,19 @@ pub struct Found {
 }
 
 /// Every non-overlapping occurrence in `g` of any of `forms` (one pattern traced in several
-/// dtypes): valid ones first, claimed greedily in anchor order, form by form, then refused
-/// ones that overlap nothing claimed; ids number them in anchor order.
+/// dtypes): valid ones first, claimed greedily in anchor order, form by form (largest form
+/// first), then refused ones that overlap nothing claimed; ids number them in anchor order.
 pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Found {
     let mut claimed = vec![false; g.nodes.len()];
     let mut valid: Vec<search::Occurrence> = Vec::new();
     let mut invalid: Vec<(search::Occurrence, String)> = Vec::new();
     let mut near: Option<(usize, search::Near)> = None;
-    for (f, form) in forms.iter().enumerate() {
+    // Larger forms first: a form with conversions must not lose its occurrence to a smaller
+    // form matching part of it.
+    let mut order: Vec<usize> = (0..forms.len()).collect();
+    order.sort_by_key(|&f| std::cmp::Reverse(forms[f].nodes.len()));
+    for f in order {
+        let form = &forms[f];
         let mut s = search::Search::new(form, g, index, dag, claimed);
         for t in form.candidates(g) {
             if s.claimed[t] {

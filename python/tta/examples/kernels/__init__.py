@@ -6,12 +6,15 @@ compiled kernel).
 Every module in this package that sets ``BACKEND`` (``"triton"``, ``"cutile"``, ``"cutedsl"``)
 and ``LAUNCH`` (its launch function) is an example; ``examples()`` lists them as ``Example``
 records, skipping modules whose DSL is not installed (ImportError). Optional: ``DTYPES``,
-``TOL`` (dtype name -> (atol, rtol)), ``NAME``.
+``TOL`` (dtype name -> (atol, rtol)), ``NAME``, ``REQUIRES`` (modules the launch function
+imports: a library's kernels), ``STATIC_DIMS`` (dim -> size fixed in the signature);
+``CONFIGS = None`` takes the configs from the kernel's ``@triton.autotune``.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from dataclasses import dataclass
 from typing import Callable
@@ -33,11 +36,18 @@ class Example:
     test_shapes: tuple
     dtypes: tuple = DTYPES
     tol: dict | None = None  # dtype name -> (atol, rtol); defaults in tolerance()
+    requires: tuple = ()  # modules the launch function imports (compiling needs them, the GPU run does not)
+    static_dims: dict | None = None  # dim index -> size the plugin's signature fixes (else dynamic)
+    autotuned: bool = False  # configs come from the kernel's @triton.autotune
 
     def spec(self):
         import tta.specs as specs
 
-        return getattr(specs, self.backend)(self.launch_fn, configs=list(self.configs))
+        return getattr(specs, self.backend)(self.launch_fn, configs=None if self.autotuned else list(self.configs))
+
+    def buildable(self) -> bool:
+        """Whether what the launch function imports is installed here."""
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
 
     def plugin(self):
         import tta
@@ -49,7 +59,8 @@ class Example:
         from tta.aot.session import TensorType
 
         ins = self.make_inputs(self.test_shapes[0], dtype, "meta")
-        return [TensorType.dynamic(t.dtype, t.dim()) for t in ins]
+        fixed = self.static_dims or {}
+        return [TensorType.make(t.dtype, [fixed.get(j - t.dim(), fixed.get(j)) for j in range(t.dim())]) for t in ins]
 
     def tolerance(self, dtype) -> tuple[float, float]:
         """(atol, rtol): about one rounding of the output dtype (kernels compute in fp32)."""
@@ -79,13 +90,16 @@ def _load(module: str) -> Example | None:
         name=getattr(m, "NAME", f"{m.BACKEND}_{short.removeprefix(m.BACKEND + '_')}"),
         backend=m.BACKEND,
         launch_fn=m.LAUNCH,
-        configs=tuple(m.CONFIGS),
+        configs=tuple(m.CONFIGS or ()),
         reference=m.reference,
         meta=m.meta,
         make_inputs=m.make_inputs,
         test_shapes=tuple(m.TEST_SHAPES),
         dtypes=tuple(getattr(m, "DTYPES", DTYPES)),
         tol=getattr(m, "TOL", None),
+        requires=tuple(getattr(m, "REQUIRES", ())),
+        static_dims=getattr(m, "STATIC_DIMS", None),
+        autotuned=m.CONFIGS is None,
     )
 
 
@@ -99,7 +113,16 @@ def examples(backends: tuple[str, ...] | None = None) -> list[Example]:
 
 
 def by_name(name: str) -> Example:
+    """An example kernel, or a ``tta.custom_op`` case (``tta.examples.custom_ops``) with its
+    argument values bound into the reference."""
     for ex in examples():
         if ex.name == name:
             return ex
+    if name.startswith("custom_"):
+        from ..custom_ops import CASES
+
+        for c in CASES:
+            if c.name == name:
+                return Example(name=c.name, backend="triton", launch_fn=c.launch, configs=c.configs, reference=c.reference,
+                               meta=None, make_inputs=c.make_inputs, test_shapes=c.test_shapes, dtypes=c.dtypes)
     raise KeyError(name)

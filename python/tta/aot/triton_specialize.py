@@ -1,0 +1,71 @@
+"""Bind a Triton kernel's run-time float arguments to fixed values, leaving the kernel as written.
+
+A library kernel takes ``eps`` as a run-time float (``eps.to(tl.float32)`` in its body), and
+TensorRT passes only int32 scalars at run time. The value is fixed for a plugin, so tta compiles
+a small generated kernel that takes every other parameter and calls the original with
+``tl.full((), value, tl.float32)`` in the float's place: inside, the argument is exactly what
+Triton's launcher would have made of the Python float (an fp32 scalar), so ``.to`` and
+arithmetic behave as in eager code. Triton inlines the call; the PTX has the original's
+parameters minus the floats, and the entry keeps the original kernel's name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import math
+from typing import Any
+
+_counter = itertools.count()
+_made: dict[tuple, Any] = {}
+
+
+def _literal(v: float) -> str:
+    if math.isnan(v):
+        return 'float("nan")'
+    if math.isinf(v):
+        return 'float("inf")' if v > 0 else 'float("-inf")'
+    return repr(float(v))
+
+
+def _params(kernel: Any) -> list[tuple[str, bool]]:
+    """(name, is constexpr) of each parameter; Triton's interpreter keeps no ``params``."""
+    if hasattr(kernel, "params"):
+        return [(p.name, bool(p.is_constexpr)) for p in kernel.params]
+    import inspect
+
+    import triton.language as tl
+
+    out = []
+    for p in inspect.signature(kernel.fn).parameters.values():
+        a = p.annotation
+        out.append((p.name, a is tl.constexpr or (isinstance(a, str) and a.split(".")[-1] == "constexpr")))
+    return out
+
+
+def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str]) -> Any:
+    """A ``triton.jit`` kernel with ``kernel``'s parameters minus ``floats``, calling ``kernel``
+    with each float bound to its value. ``constexprs``: parameters compiled in as constants."""
+    import triton
+    import triton.language as tl
+
+    key = (id(kernel), tuple(sorted(floats.items())), tuple(sorted(constexprs)))
+    if key in _made:
+        return _made[key][1]
+    name = kernel.fn.__name__
+    params, args = [], []
+    for pname, is_constexpr in _params(kernel):
+        if pname in floats:
+            args.append(f"tl.full((), {_literal(floats[pname])}, tl.float32)")
+            continue
+        params.append(f"{pname}: tl.constexpr" if is_constexpr or pname in constexprs else pname)
+        args.append(pname)
+    src = f"def {name}({', '.join(params)}):\n    _tta_kernel({', '.join(args)})\n"
+    # Triton reads the kernel's source back (inspect.getsource): register it under its own name.
+    filename = f"<tta: {name} with {', '.join(f'{k}={v!r}' for k, v in sorted(floats.items()))} #{next(_counter)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    scope = {"tl": tl, "_tta_kernel": kernel, "__name__": getattr(kernel, "__module__", "tta_specialized")}
+    exec(compile(src, filename, "exec"), scope)
+    fn = triton.jit(scope[name])
+    _made[key] = (kernel, fn)  # keeps ``kernel`` alive so its id stays unique
+    return fn

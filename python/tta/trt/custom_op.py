@@ -1,0 +1,201 @@
+"""``tta.custom_op``: a TensorRT AOT plugin and its Torch-TensorRT converter for an existing
+``torch.library`` op (``custom_op``, ``triton_op`` or a ``Library`` definition with a fake impl),
+through the same QDP machinery as outlined regions (``qdp.define``, the converter's plugin
+layer).
+
+How an op becomes plugins: its tensors (schema order; an absent optional tensor is left out)
+are the plugin's inputs, its other arguments attributes (``custom_op_schema.py``). Each call
+site is converted by looking at the exported node: its inputs' dtypes, static dims and which
+dims the export proved equal (a ``torch._check`` or broadcasting in the fake impl) pick a
+*variant*, one ``tta::`` QDP plugin each, whose output dtypes and shapes come from running the
+op's fake impl on symbolic inputs. The call site's attribute values travel as QDP attributes to
+the descriptor and ``aot_impl``, which compile the kernels for them: the launch function gets
+``(*input tensors in schema order, *outputs, **config, **attribute values)``, an absent optional
+tensor as ``None`` in its place.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..aot.session import TensorType
+from ..dtypes import dtype_name
+from ..errors import PluginError
+from ..plugin import Plugin
+from . import custom_op_schema, qdp
+
+
+@dataclass
+class CustomOp:
+    """What ``tta.custom_op`` registered for one op."""
+
+    signature: custom_op_schema.OpSignature
+    kernels: tuple
+    variants: dict[tuple, str] = field(default_factory=dict)  # variant key -> plugin name
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def op_name(self) -> str:
+        return self.signature.op_name
+
+    def plugin_name(self, present: Sequence[bool], metas: Sequence[TensorType], sm: int = 90, max_ptx: int | None = 90) -> str:
+        """The ``tta::`` plugin of this op for a call site whose optional tensors are
+        ``present`` and whose plugin inputs are ``metas`` (defined on first use), its kernels
+        built for ``sm`` and PTX ISA ``max_ptx``."""
+        key = (tuple(present), tuple((m.dtype, m.shape) for m in metas))
+        with self.lock:
+            name = self.variants.get(key)
+            if name is None:
+                name = self._define(tuple(present), list(metas), key)
+                self.variants[key] = name
+        qdp.define(name, qdp._entries[name].plugin, metas, None, sm=sm, max_ptx=max_ptx)
+        return name
+
+    def _define(self, present: tuple, metas: list[TensorType], key: tuple) -> str:
+        sig = self.signature
+        digest = hashlib.sha256(repr((self.kernels, key)).encode()).hexdigest()[:10]
+        name = f"{sig.op_name.replace('::', '__').replace('.', '_')}__{digest}"
+        absent = [i for i, p in enumerate(present) if not p]
+        specs = tuple(_with_absent(s, absent, [sig.tensors[i].name for i in absent]) for s in self.kernels)
+        plugin = Plugin(name=name, key=f"{sig.op_name}@{digest}", kernels=specs)
+        attrs = [a.attribute for a in sig.attributes]
+        qdp.define(name, plugin, metas, _output_fn(sig, present), attributes=attrs, n_outputs=sig.n_outputs)
+        return name
+
+
+_ops: dict[str, CustomOp] = {}
+_lock = threading.Lock()
+
+
+def _with_absent(spec: Any, positions: list[int], names: list[str]) -> Any:
+    """``spec`` whose launch function gets ``None`` at the positions of absent optional tensors."""
+    if not positions:
+        return spec
+    user = spec.launch_fn
+
+    @functools.wraps(user)
+    def launch(*tensors: Any, **kwargs: Any):
+        args = list(tensors)
+        for p in positions:
+            args.insert(p, None)
+        return user(*args, **kwargs)
+
+    return replace(spec, launch_fn=launch, identity=f"{spec.identity}[without {','.join(names)}]")
+
+
+def _output_fn(sig: custom_op_schema.OpSignature, present: tuple) -> Callable:
+    """``fn(*plugin inputs, **attribute values)``: the op on fake tensors (its fake impl)."""
+
+    def outputs(*tensors: Any, **values: Any):
+        it = iter(tensors)
+        kwargs = {}
+        for a, p in zip(sig.tensors, present):
+            kwargs[a.name] = next(it) if p else None
+        kwargs.update(values)
+        return sig.overload(**kwargs)
+
+    outputs.__qualname__ = f"fake impl of {sig.op_name}"
+    return outputs
+
+
+try:
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import ConverterPriority
+
+    _STANDARD: Any = ConverterPriority.STANDARD
+except ImportError:  # the plugin side works without Torch-TensorRT; the converter needs it
+    _STANDARD = None
+
+
+def custom_op(
+    op_name: str,
+    kernel: Any = None,
+    capability_validator: Callable | None = None,
+    priority: Any = _STANDARD,
+    supports_dynamic_shapes: bool = True,
+    requires_output_allocator: bool = False,
+    *,
+    use_aot_if_available: bool = True,
+) -> CustomOp:
+    """Make ``op_name`` ("ns::op", an existing torch op with a fake impl) convertible by
+    Torch-TensorRT into an ahead-of-time TensorRT plugin running ``kernel`` (a kernel spec,
+    ``tta.triton/cutile/cutedsl``, or a list of them: one tactic per config).
+
+    ``capability_validator(node, settings) -> bool``, ``priority`` (``ConverterPriority``,
+    default STANDARD) and ``supports_dynamic_shapes`` mean what they mean in Torch-TensorRT's
+    ``custom_op``; ``requires_output_allocator=True`` (data-dependent outputs) is refused, and
+    ``use_aot_if_available`` is accepted for compatibility (the plugin is always AOT)."""
+    from ..plugin import _check_kernels
+
+    sig = custom_op_schema.signature(op_name)
+    if kernel is None:
+        raise PluginError(f"tta.custom_op({op_name!r}): give kernel= (tta.triton(launch_fn, configs=[...]) or a list of specs)")
+    if requires_output_allocator:
+        raise PluginError(
+            f"tta.custom_op({op_name!r}): requires_output_allocator=True means data-dependent output shapes; a TensorRT "
+            "AOT plugin's output shapes must be computed from its input shapes"
+        )
+    del use_aot_if_available
+    kernels = tuple(kernel) if isinstance(kernel, (list, tuple)) else (kernel,)
+    _check_kernels(kernels, op_name)
+    names = {a.name for a in sig.attributes}
+    for spec in kernels:
+        for cfg in spec.config_dicts():
+            clash = names & set(cfg)
+            if clash:
+                raise PluginError(
+                    f"tta.custom_op({op_name!r}): config key(s) {sorted(clash)} of {spec!r} are also arguments of the op; "
+                    "the op's arguments reach the launch function as keywords of the same name"
+                )
+    # Attribute types the installed plugin package cannot carry are refused now, by name.
+    qdp._check_attributes([a.attribute for a in sig.attributes], f"tta.custom_op({op_name!r})")
+    with _lock:
+        if op_name in _ops:
+            # Registration is process-wide: the same call again (a re-run cell) is a no-op,
+            # other kernels for the op an error.
+            if _ops[op_name].kernels == kernels:
+                return _ops[op_name]
+            raise PluginError(
+                f"tta.custom_op({op_name!r}) was already called with other kernels ({_ops[op_name].kernels}); "
+                "TensorRT plugins and converters cannot be replaced within a process"
+            )
+        entry = CustomOp(signature=sig, kernels=kernels)
+        _ops[op_name] = entry
+    from . import converter
+
+    converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
+    return entry
+
+
+def lookup(overload: Any) -> CustomOp | None:
+    name = overload._schema.name
+    overload_name = overload._schema.overload_name
+    return _ops.get(name) or (_ops.get(f"{name}.{overload_name}") if overload_name else None)
+
+
+def input_metas(values: Sequence[Any]) -> list[TensorType]:
+    """Plugin input types from a call site's fake tensors: static dims stay static, a dim equal
+    to an earlier one (the same symbolic size) gets that dim's symbol, others their own."""
+    from ..aot.base import input_symbol
+
+    seen: dict[Any, str] = {}
+    out = []
+    for k, v in enumerate(values):
+        dims: list[int | str | None] = []
+        for j, d in enumerate(v.shape):
+            if isinstance(d, int) or (isinstance(d, torch.SymInt) and d.node.expr.is_number):
+                dims.append(int(d))
+                continue
+            expr = d.node.expr
+            if expr in seen:
+                dims.append(seen[expr])
+            else:
+                seen[expr] = input_symbol(k, j)
+                dims.append(None)
+        out.append(TensorType(dtype_name(v.dtype), tuple(dims)))
+    return out
