@@ -22,6 +22,7 @@ _LAZY = {
     "compile": "backends",
     "aot_compile": "inductor.compile",
     "custom_op": "trt.custom_op",
+    "explain": "explain",
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from .backends import compile
     from .inductor.compile import aot_compile
     from .trt.custom_op import custom_op
+    from .explain import explain
     from .plugin import Plugin, custom_plugin
     from .core import RegionReport
     from .rewrite import RewriteResult, find_regions, lower_modules, rewrite

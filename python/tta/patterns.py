@@ -111,6 +111,8 @@ class PatternSelector:
         if not self.pin_dtypes and self._floating():
             seen = {_structure(docs[0])}
             for d in target_dtypes:
+                if self._floating_dtypes() == {d}:
+                    continue  # traced in d already: the first form
                 doc = self.graph_doc(decomposed, d)
                 if _structure(doc) not in seen:
                     seen.add(_structure(doc))
@@ -118,8 +120,13 @@ class PatternSelector:
         return docs
 
     def _floating(self) -> bool:
-        return any(isinstance(t, torch.Tensor) and t.is_floating_point() for t in self.example_inputs) or (
-            isinstance(self.pattern, nn.Module) and any(p.is_floating_point() for p in self.pattern.parameters()))
+        return bool(self._floating_dtypes())
+
+    def _floating_dtypes(self) -> set[torch.dtype]:
+        tensors = [*self.example_inputs, *self.example_kwargs.values()]
+        if isinstance(self.pattern, nn.Module):
+            tensors += [*self.pattern.parameters(), *self.pattern.buffers()]
+        return {t.dtype for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point()}
 
     def _examples(self, dtype: torch.dtype | None):
         module = self.pattern if isinstance(self.pattern, nn.Module) else _as_module(self.pattern)
