@@ -21,6 +21,7 @@ from .errors import AnnotationError, GraphError, PluginError, TTAError
 _LAZY = {
     "compile": "trt.compile",
     "custom_op": "trt.custom_op",
+    "explain": "explain",
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from .annotate import lower_as
     from .trt.compile import compile
     from .trt.custom_op import custom_op
+    from .explain import explain
     from .plugin import Plugin, custom_plugin
     from .core import RegionReport
     from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
