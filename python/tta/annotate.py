@@ -94,16 +94,32 @@ class _LowerAs:
 
     def __init__(self, impl: Plugin, name: str | None, inputs: tuple = ()):
         self.impl, self.name, self.inputs = impl, name, inputs
-        self._cm = None
+        # Dynamo traces one thread and cannot see thread-locals: its entries stack here.
+        self._traced: list = []
+
+    def _entries(self) -> list:
+        # One object may be entered again (a loop, other threads): each entry is its own
+        # region, and each thread exits its own.
+        if torch.compiler.is_dynamo_compiling():
+            return self._traced
+        per_object = _active.__dict__.setdefault("entries", {})
+        return per_object.setdefault(id(self), [])
 
     def __enter__(self):
-        if self._cm is not None:
-            raise AnnotationError("a tta.lower_as(...) object is entered once; write `with tta.lower_as(impl):` at each use")
-        self._cm = _region(self.impl, self.name, inputs=self.inputs)
-        return self._cm.__enter__()
+        cm = _region(self.impl, self.name, inputs=self.inputs)
+        entries = self._entries()
+        entries.append(cm)
+        try:
+            return cm.__enter__()
+        except BaseException:
+            entries.pop()
+            raise
 
     def __exit__(self, *exc):
-        cm, self._cm = self._cm, None
+        entries = self._entries()
+        cm = entries.pop()
+        if not entries and not torch.compiler.is_dynamo_compiling():
+            del _active.entries[id(self)]
         return cm.__exit__(*exc)
 
     def __call__(self, fn):

@@ -2,6 +2,7 @@
 
     tta report tests/fixtures/loop12.json          # region report + rewritten graph
     tta report graph.json --impls impls.json --json
+    tta explain graph.json --svg graph.svg         # region table (+ picture, needs Graphviz)
 
 Write a graph file from Python with ``tta.save_graph(program, "graph.json")`` (or
 ``python -m tta.graph_file model.pt2 graph.json``).
@@ -52,8 +53,12 @@ def _json_type(v) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(v), "a number")
 
 
-def _inputs(args: argparse.Namespace) -> tuple[str, dict, dict | None]:
-    doc = _object(_read_json(args.file, "graph JSON"), args.file, "the graph file")
+def _document(args: argparse.Namespace) -> dict:
+    return _object(_read_json(args.file, "graph JSON"), args.file, "the graph file")
+
+
+def _inputs(args: argparse.Namespace, doc: dict | None = None) -> tuple[str, dict, dict | None]:
+    doc = _document(args) if doc is None else doc
     # A file from tta.save_graph holds {"graph", "impls", "selectors"?}; a bare graph file is
     # the graph itself.
     graph_doc = _object(doc["graph"], args.file, '"graph"') if "graph" in doc else doc
@@ -66,10 +71,20 @@ def _inputs(args: argparse.Namespace) -> tuple[str, dict, dict | None]:
     return json.dumps(graph_doc), impls, selectors
 
 
-def _report(args: argparse.Namespace) -> int:
-    graph_json, impls, selectors = _inputs(args)
+def _meta(doc: dict, path: str) -> dict:
+    """The ``meta_impl`` results ``tta.save_graph`` recorded (none in a bare graph file)."""
+    meta = _object(doc.get("meta", {}), path, '"meta"')
     try:
-        outcome = core.analyze(graph_json, impls, selectors).outline()
+        return core.decode_meta(meta)
+    except (KeyError, TypeError, AttributeError):
+        raise _BadInput(f'{path}: "meta" is not a map of region id to {{"ok": [...]}} or {{"error": "..."}}') from None
+
+
+def _report(args: argparse.Namespace) -> int:
+    doc = _document(args)
+    graph_json, impls, selectors = _inputs(args, doc)
+    try:
+        outcome = core.analyze(graph_json, impls, selectors).outline(_meta(doc, args.file))
     except GraphError as e:
         raise _BadInput(f"{args.file}: {e}") from None
     if args.json:
@@ -81,6 +96,27 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from .errors import TTAError
+    from .explain import decode_kernels, explain_outcome
+
+    doc = _document(args)
+    graph_json, impls, selectors = _inputs(args, doc)
+    # Files written before kernel specs were saved have no "kernels": the columns say so.
+    kernels = decode_kernels(_object(doc["kernels"], args.file, '"kernels"')) if "kernels" in doc else None
+    try:
+        outcome = core.analyze(graph_json, impls, selectors).outline(_meta(doc, args.file))
+        text = explain_outcome(outcome, graph_json, kernels, args.svg, args.max_nodes)
+    except GraphError as e:
+        raise _BadInput(f"{args.file}: {e}") from None
+    except (TTAError, OSError) as e:
+        raise _BadInput(str(e)) from None
+    print(text, end="")
+    if args.svg:
+        print(f"wrote {args.svg}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tta", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -89,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--impls", help="JSON file of plugin declarations (default: the file's own 'impls')")
     r.add_argument("--json", action="store_true", help="print the report and edits as JSON")
     r.set_defaults(run=_report)
+    e = sub.add_parser("explain", help="print a table of every region; draw the graph with --svg")
+    e.add_argument("file")
+    e.add_argument("--impls", help="JSON file of plugin declarations (default: the file's own 'impls')")
+    e.add_argument("--svg", help="write the picture of the graph here (needs Graphviz's dot)")
+    e.add_argument("--max-nodes", type=int, default=300, help="past this many drawn nodes, draw only the regions and their neighbours")
+    e.set_defaults(run=_explain)
     args = p.parse_args(argv)
     try:
         return args.run(args)

@@ -216,6 +216,14 @@ class Outcome:
     def graph_text(self) -> str:
         return self._raw.graph_text()
 
+    @_calls_core
+    def dot(self, graph_json: str, max_nodes: int = 300, base_dir: str | None = None) -> str:
+        """Graphviz DOT of ``graph_json`` (the graph before the rewrite) with each region drawn
+        as a cluster beside its plugin node; past ``max_nodes`` only the regions and their
+        neighbours are drawn (the picture's title says so). Source paths under ``base_dir``
+        are shown relative to it."""
+        return self._raw.dot(graph_json, max_nodes, base_dir)
+
     def timings(self) -> dict[str, float]:
         return json.loads(self._raw.timings_json())
 
@@ -252,11 +260,23 @@ class Analysis:
     def outline(self, meta: Mapping[str, Sequence[MetaOutput] | str] | None = None) -> Outcome:
         """Step 2. ``meta`` maps region ids to their ``meta_impl``'s outputs, or to the error
         text it raised."""
-        doc = {
-            rid: {"error": v} if isinstance(v, str) else {"ok": [{"dtype": o.dtype, "shape": list(o.shape)} for o in v]}
-            for rid, v in (meta or {}).items()
-        }
-        return Outcome(self._raw.outline(_compact(doc)))
+        return Outcome(self._raw.outline(_compact(meta_document(meta or {}))))
+
+
+def meta_document(meta: Mapping[str, Sequence[MetaOutput] | str]) -> dict:
+    """``meta_impl`` results as JSON: region id -> {"ok": [{"dtype", "shape"}]} or {"error"}."""
+    return {
+        rid: {"error": v} if isinstance(v, str) else {"ok": [{"dtype": o.dtype, "shape": list(o.shape)} for o in v]}
+        for rid, v in meta.items()
+    }
+
+
+def decode_meta(doc: Mapping[str, Any]) -> dict[str, list[MetaOutput] | str]:
+    """The inverse of ``meta_document`` (a graph file's ``"meta"``)."""
+    return {
+        rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(_dim(str(d)) for d in o["shape"])) for o in v["ok"]]
+        for rid, v in doc.items()
+    }
 
 
 @_calls_core

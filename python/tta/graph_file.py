@@ -5,8 +5,9 @@ or from a shell (this needs torch, which ``tta report`` does not):
     python -m tta.graph_file mypkg.models:exported graph.json  # an ExportedProgram (or a
                                                                # function returning one)
 
-The file holds ``{"graph", "impls", "selectors"?}`` (docs/graph-format.md): the graph JSON the
-pass reads, the declarations of the plugins its regions use, and the selectors, if given, so
+The file holds ``{"graph", "impls", "kernels", "selectors"?, "meta"?}`` (docs/graph-format.md):
+the graph JSON the pass reads, the declarations of the plugins its regions use, their kernel
+specs (for ``tta explain``), the selectors, if given, and each region's ``meta_impl`` result, so
 that the report is the one ``tta.rewrite`` would print.
 """
 
@@ -21,12 +22,13 @@ import sys
 from .errors import TTAError
 
 
-def graph_document(program, selectors=None) -> dict:
-    """The ``{"graph", "impls", "selectors"?}`` document for ``program``."""
+def graph_document(program, selectors=None, caller: str = "tta.save_graph") -> dict:
+    """The ``{"graph", "impls", "kernels", "selectors"?, "meta"?}`` document for ``program``."""
     import torch
     from torch.export import ExportedProgram
 
     from . import selectors as _selectors
+    from .explain import kernels_document
     from .plugin import declarations
     from .rewrite import graph_document as rewrite_document
 
@@ -35,13 +37,31 @@ def graph_document(program, selectors=None) -> dict:
     elif isinstance(program, torch.fx.GraphModule):
         gm = program
     else:
-        raise TypeError(f"tta.save_graph takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
-    doc = rewrite_document(program, "tta.save_graph")
+        raise TypeError(f"{caller} takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
+    doc = rewrite_document(program, caller)
     sel, keys = _selectors.encode(selectors, gm)
-    out = {"graph": doc, "impls": declarations({r["impl"] for r in doc.get("regions", {}).values()} | keys)}
+    used = {r["impl"] for r in doc.get("regions", {}).values()} | keys
+    out = {"graph": doc, "impls": declarations(used), "kernels": kernels_document(used)}
     if sel is not None:
         out["selectors"] = sel
+    meta = _meta(gm.graph, doc, out["impls"], sel)
+    if meta:
+        out["meta"] = meta
     return out
+
+
+def _meta(g, doc: dict, impls: dict, selectors: dict | None) -> dict:
+    """Each region's ``meta_impl`` result, run now (it needs torch, which the readers of the
+    file do not import), so that their report checks what ``tta.rewrite`` checks."""
+    from . import core, graph
+    from .errors import GraphError
+    from .rewrite import _run_meta_impls
+
+    try:
+        summary = core.analyze(graph.dumps(doc), impls, selectors).summary()
+    except GraphError:
+        return {}  # the readers report the broken graph themselves
+    return core.meta_document(_run_meta_impls(summary, {n.name: n for n in g.nodes}))
 
 
 def save_graph(program, path: str | os.PathLike, *, selectors=None) -> None:

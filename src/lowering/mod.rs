@@ -1,6 +1,7 @@
 //! From validated regions to a rewritten graph: signatures, op names, outlining, ordering,
-//! and the report.
+//! the report, and the explain picture (DOT).
 
+pub mod dot;
 pub mod naming;
 pub mod order;
 pub mod outline;

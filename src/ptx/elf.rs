@@ -22,14 +22,16 @@ pub struct KernelParam {
 
 const SHT_NOBITS: u32 = 8;
 
+// Offsets come from the file: every addition is checked, so a huge one is "truncated", never
+// a wrapped position (release builds do not trap on overflow).
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+    Some(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
 }
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
 }
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
 }
 
 fn sections(elf: &[u8]) -> Result<Vec<Section<'_>>> {
@@ -49,11 +51,12 @@ fn sections(elf: &[u8]) -> Result<Vec<Section<'_>>> {
     }
     let header = |i: usize| -> Result<(u32, u32, usize, usize, u32)> {
         let h = shoff.checked_add(i.checked_mul(shentsize).ok_or_else(truncated)?).ok_or_else(truncated)?;
+        let field = |k: usize| h.checked_add(k).ok_or_else(truncated);
         let name = u32_at(elf, h).ok_or_else(truncated)?;
-        let ty = u32_at(elf, h + 4).ok_or_else(truncated)?;
-        let off = u64_at(elf, h + 0x18).ok_or_else(truncated)? as usize;
-        let size = u64_at(elf, h + 0x20).ok_or_else(truncated)? as usize;
-        let link = u32_at(elf, h + 0x28).ok_or_else(truncated)?;
+        let ty = u32_at(elf, field(4)?).ok_or_else(truncated)?;
+        let off = u64_at(elf, field(0x18)?).ok_or_else(truncated)? as usize;
+        let size = u64_at(elf, field(0x20)?).ok_or_else(truncated)? as usize;
+        let link = u32_at(elf, field(0x28)?).ok_or_else(truncated)?;
         Ok((name, ty, off, size, link))
     };
     // Extended numbering: counts too large for the 16-bit fields live in section 0.

@@ -4,6 +4,7 @@
 use super::guard::{guarded, input_err, json, to_py};
 use crate::error::{Error, ErrorKind};
 use crate::graph;
+use crate::lowering::dot;
 use crate::pass::{self, Analysis, MetaResult, Outcome};
 use crate::regions::selectors::{self, Selectors};
 use pyo3::prelude::*;
@@ -80,6 +81,19 @@ impl PyOutcome {
     }
     fn graph_text(&self) -> PyResult<String> {
         guarded("Outcome.graph_text", "", || Ok(self.0.graph.to_string()))
+    }
+    /// Graphviz DOT of `graph_json` (the graph before the rewrite) with each region as a
+    /// cluster beside its plugin node (`lowering::dot`).
+    #[pyo3(signature = (graph_json, max_nodes, base_dir=None))]
+    fn dot(&self, py: Python<'_>, graph_json: &str, max_nodes: usize, base_dir: Option<String>) -> PyResult<String> {
+        guarded("Outcome.dot", graph_json, || {
+            py.detach(|| {
+                let g = graph::from_json(graph_json)?;
+                let opts = dot::DotOptions { max_nodes, base_dir, ..Default::default() };
+                dot::to_dot(&g, &self.0.report, &opts)
+            })
+            .map_err(to_py)
+        })
     }
     fn timings_json(&self) -> PyResult<String> {
         guarded("Outcome.timings_json", "", || Ok(json(&self.0.timings)))

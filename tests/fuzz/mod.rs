@@ -76,9 +76,20 @@ pub struct Config {
     pub max_findings: usize,
 }
 
-/// Silence the default panic message (the fuzzer reports panics itself) for the whole process.
+thread_local! {
+    /// Set while an execution runs: its panics are reported by the fuzzer, not printed.
+    static IN_EXECUTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Silence the default panic message inside executions (the fuzzer reports those itself); a
+/// panic of the fuzzer itself is still printed.
 pub fn quiet_panics() {
-    std::panic::set_hook(Box::new(|_| {}));
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !IN_EXECUTION.with(|f| f.get()) {
+            default(info);
+        }
+    }));
 }
 
 fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
@@ -115,7 +126,10 @@ pub fn run(target: Target, cfg: &Config) -> Report {
             }
         };
         let t = Instant::now();
-        let verdict = match catch_unwind(AssertUnwindSafe(|| target.execute(&input, &mut Rng::new(executions)))) {
+        IN_EXECUTION.with(|f| f.set(true));
+        let result = catch_unwind(AssertUnwindSafe(|| target.execute(&input, &mut Rng::new(executions))));
+        IN_EXECUTION.with(|f| f.set(false));
+        let verdict = match result {
             Ok(v) => v,
             Err(p) => Verdict::Crash(panic_text(p)),
         };

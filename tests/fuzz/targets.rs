@@ -130,8 +130,16 @@ impl Target {
                     if b.is_empty() {
                         break;
                     }
-                    let width = *rng.pick(&[1usize, 2, 4, 8]);
-                    let at = if rng.chance(2) { rng.below(64.min(b.len())) } else { rng.below(b.len()) };
+                    let (width, at) = match rng.below(4) {
+                        0 => (*rng.pick(&[1usize, 2, 4, 8]), rng.below(64.min(b.len()))),
+                        1 => (*rng.pick(&[1usize, 2, 4, 8]), rng.below(b.len())),
+                        // A field of a section header (name, type, offset, size, link) or a
+                        // word inside a section's data (the .nv.info records).
+                        _ => match elf_field(&b, rng) {
+                            Some(f) => f,
+                            None => (4, rng.below(b.len())),
+                        },
+                    };
                     let v = (*rng.pick(INTERESTING) as u64).to_le_bytes();
                     for k in 0..width.min(b.len() - at) {
                         b[at + k] = v[k];
@@ -344,19 +352,52 @@ fn run_ptx(text: &str, rng: &mut Rng) -> Verdict {
     shape("ptx", last)
 }
 
+/// (width, offset) of a section-header field or of a 32-bit word in a section's data.
+fn elf_field(b: &[u8], rng: &mut Rng) -> Option<(usize, usize)> {
+    let u = |at: usize, n: usize| -> Option<usize> {
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(b.get(at..at.checked_add(n)?)?);
+        Some(u64::from_le_bytes(v) as usize)
+    };
+    let (shoff, shentsize, shnum) = (u(0x28, 8)?, u(0x3A, 2)?, u(0x3C, 2)?);
+    if shnum == 0 || shentsize < 0x40 {
+        return None;
+    }
+    let h = shoff.checked_add(rng.below(shnum).checked_mul(shentsize)?)?;
+    if rng.chance(2) {
+        let (field, width) = *rng.pick(&[(0usize, 4usize), (4, 4), (0x18, 8), (0x20, 8), (0x28, 4)]);
+        let at = h.checked_add(field)?;
+        return (at.checked_add(width)? <= b.len()).then_some((width, at));
+    }
+    let (off, size) = (u(h.checked_add(0x18)?, 8)?, u(h.checked_add(0x20)?, 8)?);
+    if size < 4 || off.checked_add(size)? > b.len() {
+        return None;
+    }
+    Some((4, off + rng.below(size - 3)))
+}
+
 fn run_cubin(input: &[u8]) -> Verdict {
     use tta::ptx;
     // The layout is read for the entries the embedded PTX names, and for one that is missing;
-    // the layout reader runs whether or not the PTX section is readable.
-    let (mut names, mut last) = match ptx::debug_ptx_from_cubin(input) {
-        Ok(text) => (ptx::parse(&text).map(|m| m.entries.into_iter().map(|e| e.name).collect()).unwrap_or_default(), Ok(())),
-        Err(e) => (Vec::new(), Err(e.to_string())),
+    // the layout reader runs whether or not the PTX section is readable. The outcome is every
+    // call's, so a new error anywhere counts as new.
+    let mut outcomes = Vec::new();
+    let mut names = match ptx::debug_ptx_from_cubin(input) {
+        Ok(text) => {
+            outcomes.push("ptx ok".to_string());
+            ptx::parse(&text).map(|m| m.entries.into_iter().map(|e| e.name).collect()).unwrap_or_default()
+        }
+        Err(e) => {
+            outcomes.push(e.to_string());
+            Vec::new()
+        }
     };
     names.push("missing".into());
     for name in &names {
-        if let Err(e) = ptx::cubin_params(input, name) {
-            last = Err(e.to_string());
-        }
+        outcomes.push(match ptx::cubin_params(input, name) {
+            Ok(p) => format!("{} params", p.len()),
+            Err(e) => e.to_string(),
+        });
     }
-    shape("cubin", last)
+    shape("cubin", Err(outcomes.join(" | ")))
 }

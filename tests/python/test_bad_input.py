@@ -38,12 +38,14 @@ def test_lower_as_decorates_functions_only():
         tta.lower_as(plugin())(3)
 
 
-def test_one_lower_as_object_is_entered_once_at_a_time():
-    region = tta.lower_as(plugin())
+def test_one_lower_as_object_entered_inside_itself_is_nesting():
+    region = tta.lower_as(plugin("again"))
     with region:
-        with pytest.raises(tta.AnnotationError, match=r"^a tta\.lower_as\(\.\.\.\) object is entered once; write `with tta\.lower_as\(impl\):` at each use$"):
+        with pytest.raises(tta.AnnotationError, match=r"^tta\.lower_as regions cannot nest: the region at .* is inside the region again:\d+ opened at "):
             with region:
                 pass
+    with region:  # entered again after the first closed: a new region
+        pass
 
 
 def test_nested_lower_as_names_both_lines():

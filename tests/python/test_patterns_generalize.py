@@ -130,3 +130,50 @@ def test_a_data_dependent_size_is_matched_as_an_op():
     ep = torch.export.export(Nonzero(), (torch.randn(3, 5),)).run_decompositions()
     res, msgs = rewrite_quiet(tta.lower_pattern(Nonzero(), tta.custom_plugin(name="nz"), (torch.randn(2, 4),)), ep)
     assert len(res.regions) == 1 and not [m for m in msgs if "occurs nowhere" in m], (str(res), msgs)
+
+
+def test_qwen2_in_bfloat16_with_dynamic_batch_and_sequence():
+    # Both at once, on another family: float32 examples of any size, a bf16 model with
+    # symbolic batch and sequence.
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=64)
+    model = Qwen2ForCausalLM(cfg).eval().to(torch.bfloat16)
+    ids = torch.randint(0, 64, (2, 8))
+    shapes = {"input_ids": {0: Dim("batch", max=8), 1: Dim("seq", min=2, max=32)}, "use_cache": None}
+    ep = torch.export.export(model, (ids,), kwargs={"use_cache": False}, dynamic_shapes=shapes, strict=False).run_decompositions()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = tta.rewrite(ep, selectors=[
+            tta.lower_pattern(silu_mlp, tta.custom_plugin(name="silu_mlp"), mlp_examples(seq=4)),
+            tta.lower_pattern(Qwen2RMSNorm(32), tta.custom_plugin(name="rms"), (torch.randn(1, 4, 32),)),
+        ])
+    kinds = [r.origin.pattern for r in res.outlined]
+    assert kinds.count("silu_mlp") == 2 and kinds.count("Qwen2RMSNorm") == 5 and not res.refused, str(res)
+    assert not [w for w in caught if "occurs nowhere" in str(w.message)]
+    other = (torch.randint(0, 64, (3, 5)),)
+    with torch.no_grad():
+        assert torch.equal(res.program.module()(*other, use_cache=False).logits, ep.module()(*other, use_cache=False).logits)
+
+
+def rope(q, cos, sin):
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    return q * cos + rotate_half(q) * sin
+
+
+def test_rotary_embedding_with_slices_matches_static_and_symbolic_targets(llama_dynamic):
+    # rotate_half slices to `dim // 2`: traced with symbolic sizes the slice records fewer
+    # arguments than with literal ones, so the example's own sizes are matched too.
+    q, cs = torch.randn(1, 4, 8, 8), torch.randn(1, 1, 8, 8)
+    sel = tta.lower_pattern(rope, tta.custom_plugin(name="rope"), (q, cs, cs.clone()))
+    _, _, _, static = sm.export(sm.llama)
+    _, _, _, dynamic = llama_dynamic
+    for ep in (static, dynamic):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = tta.find_regions(ep, [sel])
+        assert len(found) == 4 and not any(r.reason for r in found), found

@@ -39,7 +39,8 @@ class TensorType:
     """A tensor port of a kernel: dtype and shape.
 
     For inputs, each dim is ``None`` (dynamic: gets its own symbol ``i{k}_{j}``), an ``int``
-    (static), or the name of an earlier input's symbol (``"i0_1"``: the same size). For outputs, each dim is an ``int`` or an expression string over input symbols
+    (static), or the name of an earlier input's symbol or an expression over such symbols
+    (``"i0_1"``, ``"2*i0_1"``: a size the caller knows is that one). For outputs, each dim is an ``int`` or an expression string over input symbols
     (e.g. ``"i0_0*i0_1"``).
     """
 
@@ -83,6 +84,9 @@ class Session:
                         # The same size as an earlier dim (a shape the caller knows is shared,
                         # e.g. unified by the op's fake impl at export): the same symbol.
                         dims.append(self._by_name[d])
+                    elif isinstance(d, str) and d not in (input_symbol(k, j),) and _mentions_only(d, self._by_name):
+                        # An expression over earlier dims (``2*i0_1``).
+                        dims.append(eval_shape(canonical(d), {**self._by_name, **_EXPR_FUNCS}))
                     elif d is None or isinstance(d, str):
                         try:
                             hint = next(primes)
@@ -299,6 +303,16 @@ def constant_int(value: Any) -> int | None:
         if e.is_number:
             return int(e)
     return None
+
+
+def _mentions_only(text: str, names: dict) -> bool:
+    """Whether ``text`` is an expression whose names are all in ``names`` (and mentions one)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return False
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(_EXPR_FUNCS)
+    return bool(used) and used <= set(names)
 
 
 def _floordiv(a, b):

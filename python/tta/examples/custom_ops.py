@@ -68,6 +68,14 @@ def scale_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * K, mask=mask)
 
 
+@triton.jit
+def tiled_kernel(x_ptr, y_ptr, out_ptr, n, xn, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    out = tl.load(y_ptr + offs, mask=mask) + tl.load(x_ptr + offs % xn, mask=mask)
+    tl.store(out_ptr + offs, out, mask=mask)
+
+
 # -- launch functions: (*input tensors in schema order, *outputs, **config, **op arguments) ----
 
 
@@ -78,6 +86,10 @@ def launch_axpb(x, y, out, *, a, n, relu, mode, BLOCK=256):
 def launch_bias(x, bias, out, *, BLOCK=256):
     # An absent bias is None: a constexpr, so the kernel takes no pointer TensorRT would not pass.
     bias_kernel[(triton.cdiv(out.numel(), BLOCK),)](x, bias, out, out.numel(), x.shape[-1], HAS_BIAS=bias is not None, BLOCK=BLOCK)
+
+
+def launch_tiled(x, y, out, *, BLOCK=256):
+    tiled_kernel[(triton.cdiv(out.numel(), BLOCK),)](x, y, out, out.numel(), x.numel(), BLOCK=BLOCK)
 
 
 def launch_split(x, half, sign, *, BLOCK=256):
@@ -137,6 +149,19 @@ def pair_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def _(x, y):
     torch._check(x.shape == y.shape, lambda: "pair_mul takes two tensors of one shape")
     return torch.empty_like(x)
+
+
+@torch.library.custom_op(f"{NS}::add_tiled", mutates_args=())
+def add_tiled(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``y + cat([x, x])``: y has twice x's rows, which the fake impl checks."""
+    return y + torch.cat([x, x])
+
+
+@add_tiled.register_fake
+def _(x, y):
+    torch._check(y.shape[0] == 2 * x.shape[0])
+    torch._check(y.shape[1] == x.shape[1])
+    return torch.empty_like(y)
 
 
 @torch.library.custom_op(f"{NS}::flatten_scale", mutates_args=())

@@ -76,6 +76,21 @@ def _kernels(exprs, built, compiled, added, example, dname, test_shapes, shapes,
     return out
 
 
+def _profile_and_inputs(shapes, dname: str) -> tuple[list, list]:
+    """The optimization profile spanning the test shapes ((min, opt, max) per input) and the
+    network inputs (every dim dynamic) of one dtype."""
+    import tensorrt as trt
+
+    from ..trt import qdp
+
+    profile = []
+    for k in range(len(shapes[0])):
+        dims = list(zip(*[s[k] for s in shapes]))
+        profile.append((tuple(min(d) for d in dims), shapes[0][k], tuple(max(d) for d in dims)))
+    trt_dtype = getattr(trt.DataType, qdp.TRT_DTYPES[dname])
+    return profile, [trt.ITensor(f"x{k}", [-1] * len(p[0]), trt_dtype) for k, p in enumerate(profile)]
+
+
 def _unified_metas(shapes) -> list:
     """Plugin input types for a custom-op case: a dim whose size equals an earlier dim's at every
     test shape (a broadcast partner, a checked equality) shares its symbol, as the export of a
@@ -115,12 +130,7 @@ def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx) -> list:
                 n_in = len(shapes[0])
                 metas = [TensorType(dname, tuple(d)) for d in _unified_metas(shapes)]
                 name = op.plugin_name([True] * n_in, metas, sm=sm, max_ptx=max_ptx)
-                profile = []
-                for k in range(n_in):
-                    dims = list(zip(*[s[k] for s in shapes]))
-                    profile.append((tuple(min(d) for d in dims), shapes[0][k], tuple(max(d) for d in dims)))
-                trt_dtype = getattr(trt.DataType, qdp.TRT_DTYPES[dname])
-                itensors = [trt.ITensor(f"x{k}", [-1] * len(profile[k][0]), trt_dtype) for k in range(n_in)]
+                profile, itensors = _profile_and_inputs(shapes, dname)
                 create = getattr(trtp.op.tta, name)(*itensors, **qdp.attribute_kwargs(name, case.values))
                 added = plugin_build.add_plugin_aot(create)
                 built = plugin_build.build_plugin(added, profile)
@@ -159,12 +169,7 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
             dname = str(dtype).removeprefix("torch.")
             try:
                 shapes = [[tuple(t.shape) for t in ex.make_inputs(s, dtype, "meta")] for s in ex.test_shapes]
-                profile = []
-                for k in range(n_in):
-                    dims = list(zip(*[s[k] for s in shapes]))
-                    profile.append((tuple(min(d) for d in dims), shapes[0][k], tuple(max(d) for d in dims)))
-                trt_dtype = getattr(trt.DataType, qdp.TRT_DTYPES[dname])
-                itensors = [trt.ITensor(f"x{k}", [-1] * len(profile[k][0]), trt_dtype) for k in range(n_in)]
+                profile, itensors = _profile_and_inputs(shapes, dname)
                 added = plugin_build.add_plugin_aot(getattr(trtp.op.tta, name)(*itensors))
                 built = plugin_build.build_plugin(added, profile)
                 compiled = qdp.tactics(name, [dname] * n_in)

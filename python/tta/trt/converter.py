@@ -120,7 +120,7 @@ def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: 
                     f"{where}: argument {arg.name} is computed from the model's tensors or shapes here; a TensorRT "
                     "plugin attribute is fixed when the engine is built, so pass a constant"
                 )
-            attrs[arg.name] = value
+            attrs[arg.name] = custom_op.coerce(arg, value)
             continue
         if value is None:
             present.append(False)

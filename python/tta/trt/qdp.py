@@ -103,10 +103,6 @@ class Attribute:
     item: type | None = None
     str_fallback: bool = False
 
-    def annotation(self) -> Any:
-        """The type the plugin package is told (``_check_attributes`` picks it)."""
-        return self.type
-
 
 @dataclass
 class _Entry:

@@ -140,6 +140,24 @@ def test_shape_check_in_the_fake_impl_unifies_dims(builds):
         assert k.launch_values([(b, 16), (b, 16)])["grid_x"] == -(-b * 16 // 256)
 
 
+def test_dims_related_by_an_expression_keep_the_relation(builds):
+    _register("add_tiled", ex.launch_tiled)
+
+    class M(nn.Module):
+        def forward(self, x, y):
+            return OPS.add_tiled(x, y)
+
+    b = torch.export.Dim("b", min=2, max=32)
+    x, y = torch.randn(3, 16), torch.randn(6, 16)
+    _compile(M(), (x, y), ({0: b}, {0: 2 * b}))
+    (call,) = _plugin_calls(builds)
+    name = call["plugin"].split("::")[1]
+    # y's rows are 2*i0_0, as the export knows, so torch._check(y.shape[0] == 2 * x.shape[0]) holds.
+    assert [m.shape for m in qdp._entries[name].input_metas] == [(None, 16), ("2*i0_0", 16)]
+    (k,) = _built_kernels(call).values()
+    assert k.launch_values([(5, 16), (10, 16)])["grid_x"] == -(-10 * 16 // 256)
+
+
 def test_broadcasting_and_reshape_in_the_fake_impl(builds):
     _register("flatten_scale", ex.launch_flatten_scale)
 
