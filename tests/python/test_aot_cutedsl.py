@@ -27,7 +27,7 @@ IDS = [f"{n}-{str(d)[6:]}" for n, d in CASES]
 
 
 def test_every_example_is_covered():
-    assert {ex.name for ex in EXAMPLES} == {"cutedsl_add_relu", "cutedsl_rmsnorm"}
+    assert {ex.name for ex in EXAMPLES} == {"cutedsl_add_relu", "cutedsl_rmsnorm", "cutedsl_tensor_add_relu"}
     for ex in EXAMPLES:
         assert set(ex.dtypes) == {torch.float32, torch.float16, torch.bfloat16}
         assert len(ex.test_shapes) >= 3
@@ -82,6 +82,14 @@ EXPECTED = {
         (ins[0].numel() // ins[0].shape[-1], 1, 1),
         [ins[0].numel() // ins[0].shape[-1], ins[0].shape[-1]],
         cfg["THREADS"] // 32 * 4,
+    ),
+    # cute.Tensor parameters: each tensor's pointer is followed by its dynamic shape and stride
+    # values in the kernel; in QDP order, the extras of x, y and out (row-major: shape, then the
+    # row stride, which equals the row length and is deduplicated).
+    "cutedsl_tensor_add_relu": lambda ins, cfg: (
+        (math.ceil(ins[0].numel() / cfg["THREADS"]), 1, 1),
+        [*ins[0].shape, *ins[1].shape, *ins[0].shape],
+        0,
     ),
 }
 
@@ -179,3 +187,17 @@ def test_a_stream_argument_stays_on_the_host():
 def test_refuses_what_tensorrt_cannot_launch(fn, n_inputs, message):
     with pytest.raises(PluginError, match=message):
         _compile(fn, n_inputs=n_inputs)
+
+
+def test_tensor_parameters_get_a_pointer_abi_entry():
+    """A kernel taking cute.Tensor parameters, launched with from_dlpack: the generated entry
+    takes pointers and int32 extras; a dim static in the plugin's signature is compiled in."""
+    ex = by_name("cutedsl_tensor_add_relu")
+    dynamic = compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 90)
+    assert dynamic.extras == ("i0_0", "i0_1", "i1_0", "i1_1", "i0_0", "i0_1")
+    assert [h["kind"] for h in dynamic.meta["host"]] == ["tensor", "tensor", "tensor", "constexpr"]
+    static = compile_spec(ex.spec(), ex.configs[0], [TensorType.make(torch.float16, [None, 1024])] * 2, ex.meta, 90, 90)
+    assert static.extras == ("i0_0", "i1_0", "i0_0")
+    (entry,) = core.ptx_parse(static.code.decode()).entries
+    assert [(p.ty, p.is_ptr) for p in entry.params] == [(".u64", True)] * 2 + [(".u32", False)] * 3 + [(".u64", True)]
+    assert "add_relu_tensor_kernel" in static.entry

@@ -17,7 +17,8 @@ an int (``Int32`` or unannotated)        a runtime i32: an int32 extra with the 
                                          expression (a constant if it does not depend on shapes)
 any value of a ``Constexpr`` parameter   compiled in (one specialization each)
 a float or bool that is not Constexpr    refused: TensorRT passes only int32 scalars
-a torch tensor (``cute.Tensor``)         refused: a by-value struct TensorRT cannot pass
+``from_dlpack(t)`` of an input/output      a ``cute.Tensor``: rebuilt from a pointer and int32
+                                         extras by generated code (``cutedsl_tensors.py``)
 =======================================  ====================================================
 
 The host function may compute the kernel's arguments and grid from its arguments with integer
@@ -47,7 +48,7 @@ import torch
 
 from .. import core, dtypes
 from ..errors import PluginError
-from . import cuda_tools, ptxabi
+from . import cuda_tools, cutedsl_tensors, ptxabi
 from .cutedsl_ir import LaunchHook, dynamic_smem_from_host_ir
 from .cutile import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from .driver import Artifact, Backend
@@ -146,6 +147,7 @@ def intercept(sink: Callable[[CuteCall], None], session: Session | None = None, 
             stack.enter_context(patched(CompileCallable, "_compile", _compile, _active))
             stack.enter_context(patched(FakeTensor, "data_ptr", _data_ptr, _active))
             stack.enter_context(placeholder_streams())
+            stack.enter_context(cutedsl_tensors.recording())
             yield
     finally:
         _active.sink, _active.session, _active.where = prev
@@ -187,6 +189,7 @@ class CutePlan:
     output_dtypes: tuple[str, ...]
     output_shapes: tuple[tuple[str, ...], ...]
     guards: list[str] = field(default_factory=list)
+    tensors: Any = None  # cutedsl_tensors.TensorPlan when the host takes from_dlpack tensors
 
 
 def _port_of(ptr, session: Session, name: str, here: str) -> tuple[str, int]:
@@ -226,7 +229,16 @@ def plan_launch(call: CuteCall, session: Session, where: str) -> CutePlan:
         raise PluginError(f"{here}: the call does not match the host function's parameters: {e}") from None
     bound.apply_defaults()
     host = []
+    tensors = cutedsl_tensors.TensorPlan()
     for name, v in bound.arguments.items():
+        fake = cutedsl_tensors.fake_of(v)
+        if fake is not None:
+            kind, k = session.role_of(fake, name, here)
+            shape, stride = cutedsl_tensors.layout_of(fake, session, tensors.extras)
+            align = v._assumed_align or fake.element_size()
+            tensors.tensors[name] = cutedsl_tensors.TensorLayout((kind, k), _cutlass_dtype(fake.dtype), shape, stride, align)
+            host.append(HostArg(name, "tensor", None, port=(kind, k)))
+            continue
         if is_constexpr(sig.parameters[name].annotation):
             host.append(HostArg(name, "constexpr", session.constant(v, name, here, "Constexpr")))
         elif isinstance(v, _Pointer):
@@ -254,6 +266,7 @@ def plan_launch(call: CuteCall, session: Session, where: str) -> CutePlan:
     return CutePlan(
         fn=call.fn,
         host=host,
+        tensors=tensors if tensors.tensors else None,
         **session.port_types(),
     )
 
@@ -289,10 +302,16 @@ def build(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, whe
     fname = getattr(plan.fn, "__qualname__", repr(plan.fn))
     here = f"{where}: host function {fname}"
     arch = f"sm_{sm}a" if sm >= 90 else f"sm_{sm}"
-    hook = LaunchHook(plan.host, here)
+    fn, host_args = plan.fn, plan.host
+    if plan.tensors is not None:
+        # cute.Tensor arguments: compile a generated pointer-ABI host and entry kernel around
+        # the user's code (cutedsl_tensors.py).
+        fn, host_args = cutedsl_tensors.host_wrapper(plan.fn, plan.host, plan.tensors)
+        host_args = [_with_pointer(h, plan) for h in host_args]
+    hook = LaunchHook(host_args, here, plan.tensors)
     with tempfile.TemporaryDirectory(prefix="tta-cute-") as dump, hook.active():
         try:
-            compiled = cute.compile(plan.fn, *[h.value for h in plan.host],
+            compiled = cute.compile(fn, *[h.value for h in host_args],
                                     options=f"--gpu-arch {arch} --keep-ptx --dump-dir {dump}")
         except PluginError:
             raise
@@ -304,6 +323,19 @@ def build(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, whe
         raise PluginError(f"{here}: CuTeDSL produced no PTX")
     shared_mem = launch.smem if launch.smem is not None else dynamic_smem_from_host_ir(compiled.ir_module, here)
     return _to_qdp(plan, launch, ptx, shared_mem, sm, _isa_option(max_ptx), config, here)
+
+
+def _with_pointer(h: HostArg, plan: CutePlan) -> HostArg:
+    """A generated host's pointer argument, at the recording address naming its port."""
+    if h.kind != "pointer" or h.value is not None:
+        return h
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    t = plan.tensors.tensors[h.name]
+    kind, k = t.port
+    addr = _BASE + ((2 * k + (kind == "output")) << 32)
+    return HostArg(h.name, "pointer", make_ptr(t.dtype, addr, cute.AddressSpace.gmem, assumed_align=t.align), port=t.port)
 
 
 def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx: int | None, config: tuple, here: str) -> Artifact:
