@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from .errors import AnnotationError, GraphError, PluginError, TTAError
 
-# public name -> submodule that defines it (tta.compile's imports Torch-TensorRT)
+# public name -> submodule that defines it (tta.compile imports its backend when called)
 _LAZY = {
-    "compile": "trt.compile",
+    "compile": "backends",
+    "aot_compile": "inductor.compile",
     "custom_op": "trt.custom_op",
     "explain": "explain",
     "lower_as": "annotate",
@@ -70,7 +71,8 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:
     from .annotate import lower_as
-    from .trt.compile import compile
+    from .backends import compile
+    from .inductor.compile import aot_compile
     from .trt.custom_op import custom_op
     from .explain import explain
     from .plugin import Plugin, custom_plugin

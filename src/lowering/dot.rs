@@ -88,7 +88,7 @@ pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<S
     out.push_str("digraph tta {\n");
     let _ = writeln!(out, "  graph [compound=true, rankdir=TB, fontname=\"Helvetica\", fontsize=11, labelloc=t, label=\"{title}\"];");
     out.push_str("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", color=\"#9e9e9e\", fontname=\"Helvetica\", fontsize=9];\n");
-    out.push_str("  edge [color=\"#757575\", arrowsize=0.6];\n");
+    out.push_str("  edge [color=\"#757575\", arrowsize=0.6, fontname=\"Helvetica\"];\n");
 
     // Nodes outside every region, in graph order.
     for (u, unit) in units.iter().enumerate() {

@@ -172,3 +172,11 @@ def test_big_graphs_are_capped_and_the_title_says_so(tmp_path):
     title = " ".join(t.text or "" for t in root.find(f"{SVG}g").findall(f"{SVG}text"))
     assert "only the regions and their neighbours are drawn" in title
     assert len([1 for (cls, _) in groups if cls == "cluster"]) == 12
+
+
+def test_docs_example_is_a_picture_of_the_fixture_model():
+    path = os.path.join(HERE, "..", "..", "docs", "explain-example.svg")
+    _, groups = _svg(path)
+    assert {t for (cls, t) in groups if cls == "cluster"} == {"cluster_r0", "cluster_r1"}
+    nodes = {t: txt for (cls, t), txt in groups.items() if cls == "node"}
+    assert "REFUSED: meta_impl output 0" in nodes["r0"] and nodes["p1"].startswith("tta::fused_add_relu_")

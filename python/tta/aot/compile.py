@@ -18,7 +18,6 @@ import hashlib
 import multiprocessing
 import os
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -27,6 +26,7 @@ from ..errors import PluginError
 from ..identity import qualified_name, reachable_code, source_digest
 from .base import CompiledKernel
 from .driver import backend, compile_spec
+from .progress import Progress
 from .session import TensorType
 
 # Parallelism. Triton's compile is mostly Python and MLIR passes that keep the GIL, plus a
@@ -34,7 +34,6 @@ from .session import TensorType
 # docs/gpu-results.md). Fork, not spawn: a spawned child would re-import torch (seconds) and
 # could not receive lambdas (meta_impls); forked children inherit the task list instead.
 _POOL = os.environ.get("TTA_COMPILE_POOL", "process")  # "process" | "thread" | "serial"
-_PROGRESS_MIN = 4  # show progress on stderr from this many compiles on
 
 
 @dataclass
@@ -142,26 +141,27 @@ def _cuda_initialized() -> bool:
         return False
 
 
-def _progress(done: int, total: int, label: str, t0: float, enabled: bool) -> None:
-    if enabled:
-        print(f"tta: compiled {done}/{total} ({time.perf_counter() - t0:.1f}s) {label}", file=sys.stderr, flush=True)
-
-
 def run_tasks(tasks: Sequence[Task], jobs: int | None = None, pool: str | None = None, progress: bool | None = None) -> list[CompiledKernel]:
-    """Compile ``tasks`` (no cache), in parallel where possible; results in task order."""
+    """Compile ``tasks`` (no cache), in parallel where possible; results in task order.
+    ``progress``: the stderr progress line (``aot/progress.py``; None: on a terminal only)."""
     n = len(tasks)
     if n == 0:
         return []
     pool = pool or _POOL
     jobs = jobs or int(os.environ.get("TTA_COMPILE_JOBS", 0)) or min(n, os.cpu_count() or 1)
-    show = progress if progress is not None else n >= _PROGRESS_MIN
-    t0 = time.perf_counter()
     results: list[CompiledKernel | None] = [None] * n
+    with Progress(n, progress) as bar:
+        _run(tasks, jobs, pool, results, bar)
+    return results  # type: ignore[return-value]
+
+
+def _run(tasks: Sequence[Task], jobs: int, pool: str, results: list, bar: Progress) -> None:
+    n = len(tasks)
     if jobs <= 1 or n == 1 or pool == "serial":
         for i, t in enumerate(tasks):
             results[i] = _compile_one(t)
-            _progress(i + 1, n, t.label, t0, show)
-        return results  # type: ignore[return-value]
+            bar.step(t.label)
+        return
     if pool == "process" and _cuda_initialized():
         # fork() after CUDA initialisation leaves the child a broken context; compiling needs
         # no GPU, but be safe and use threads in such a process (e.g. on a GPU test machine).
@@ -169,11 +169,11 @@ def run_tasks(tasks: Sequence[Task], jobs: int | None = None, pool: str | None =
     if pool == "thread":
         with cf.ThreadPoolExecutor(max_workers=jobs) as ex:
             futs = {ex.submit(_compile_one, t): i for i, t in enumerate(tasks)}
-            for done, f in enumerate(cf.as_completed(futs), 1):
+            for f in cf.as_completed(futs):
                 i = futs[f]
                 results[i] = f.result()
-                _progress(done, n, tasks[i].label, t0, show)
-        return results  # type: ignore[return-value]
+                bar.step(tasks[i].label)
+        return
     global _FORK_TASKS
     _FORK_TASKS = list(tasks)
     errors = []
@@ -181,18 +181,17 @@ def run_tasks(tasks: Sequence[Task], jobs: int | None = None, pool: str | None =
         ctx = multiprocessing.get_context("fork")
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
             futs = [ex.submit(_fork_worker, i) for i in range(n)]
-            for done, f in enumerate(cf.as_completed(futs), 1):
+            for f in cf.as_completed(futs):
                 i, k, err = f.result()
                 if err is not None:
                     errors.append((i, err))
                 results[i] = k
-                _progress(done, n, tasks[i].label, t0, show)
+                bar.step(tasks[i].label)
     finally:
         _FORK_TASKS = []
     if errors:
         errors.sort()
         raise PluginError(errors[0][1] + (f" (and {len(errors) - 1} more failing configs)" if len(errors) > 1 else ""))
-    return results  # type: ignore[return-value]
 
 
 def compile_specs(

@@ -46,13 +46,21 @@ def launch(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple
     args = [t.contiguous() for t in inputs]
     outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in shapes]
     with torch.cuda.device(device):
-        # An autotuned kernel tunes itself here, as in eager code: one call, no keywords.
-        for config in spec.config_dicts()[:1] if spec.autotuned else spec.config_dicts():
-            try:
-                spec.launch_fn(*args, *outs, **spec.launch_kwargs(config))
-            except AssertionError:
-                # The launch function refuses these sizes for this config (e.g. a row longer
-                # than BLOCK); the next config may take them.
-                continue
-            return tuple(outs)
+        return launch_first_fitting(spec, args, outs)
+
+
+def launch_first_fitting(spec, args: Sequence[torch.Tensor], outs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...] | None:
+    """Run ``spec``'s first config whose launch code accepts these sizes; None when none does.
+
+    A launch function refuses sizes by asserting on them (e.g. a row longer than BLOCK); under
+    symbolic shapes those conditions are exactly the guards a compiled config carries, so this
+    picks, per call, the config the guards allow (the Inductor path traces it symbolically).
+    An autotuned kernel tunes itself, as in eager code: one call, no keywords.
+    """
+    for config in spec.config_dicts()[:1] if spec.autotuned else spec.config_dicts():
+        try:
+            spec.launch_fn(*args, *outs, **spec.launch_kwargs(config))
+        except AssertionError:
+            continue  # the next config may take these sizes
+        return tuple(outs)
     return None
