@@ -44,7 +44,9 @@ class RMSNorm(nn.Module):
     def forward(self, x):
         with tta.lower_as(impl=RMSNORM):
             xf = x.float()
-            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight.float()).to(x.dtype)
+            # type_as, as Llama's reference code casts back: torch.export checks every .to()
+            # with an assertion node outside the region, which would split it on some torch versions.
+            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight.float()).type_as(x)
 
 
 def _causal_attention(q, k, v):
