@@ -18,6 +18,7 @@ NEEDS = {
     "test_aot_cutedsl.py": {"cutedsl": "cutlass"},
     "test_selectors_modules.py": {"transformers": "transformers", "torchvision": "torchvision"},
     "test_selectors_patterns.py": {"transformers": "transformers"},
+    "test_patterns_generalize.py": {"transformers": "transformers"},
 }
 
 
