@@ -4,6 +4,7 @@ clear error when Graphviz is missing."""
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,7 +76,8 @@ def test_table_has_every_column_for_outlined_and_refused_regions(text):
     assert refused["op"] == "-"
     assert refused["source"].endswith("explain_model.py:40")
     status = refused["status"].replace("\n", " ")
-    assert status.startswith("REFUSED: meta_impl output 0 has shape [s") and "region output `mul_1`" in status
+    # fx numbers nodes differently across torch versions: `mul_1`, `mul_8`, ...
+    assert re.fullmatch(r"REFUSED: meta_impl output 0 has shape \[s\d+\] but region output `mul_\d+` has shape \[s\d+, 64\]", status), status
     assert refused["inputs"].splitlines() == [p for p in refused["inputs"].splitlines() if ": float32[" in p]
     assert refused["backend"] == "triton launch_rmsnorm BLOCK=1024 eps=1e-06"
 
