@@ -27,7 +27,7 @@ import torch.fx
 from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
 
 import tta
-from tta import selectors
+from tta import patterns, selectors
 
 
 def ours(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> tuple[set[frozenset[str]], float]:
@@ -62,7 +62,7 @@ def fx(gm: torch.fx.GraphModule, pattern: torch.fx.Graph) -> tuple[set[frozenset
 
 def pattern_graph(fn, example_inputs) -> torch.fx.Graph:
     """The pattern as fx's matcher gets it: the same export + decomposition tta uses."""
-    ep = torch.export.export(selectors._Call(fn), tuple(example_inputs), strict=False).run_decompositions()
+    ep = torch.export.export(patterns._Call(fn), tuple(example_inputs), strict=False).run_decompositions()
     return ep.graph_module.graph
 
 

@@ -61,6 +61,10 @@ def _as_module(fn: Callable) -> nn.Module:
     return type("_Call", (_Call,), {"forward": forward})(fn)
 
 
+def _computes_sizes(doc: dict) -> bool:
+    return any(n["op"] == "call_function" and isinstance(n.get("val"), dict) and "sym" in n["val"] for n in doc["nodes"])
+
+
 def _structure(doc: dict) -> str:
     # What the matcher compares: two forms with the same ops and literals match the same.
     return json.dumps([(n["op"], n["target"], n.get("args"), n.get("kwargs")) for n in doc["nodes"]], sort_keys=True)
@@ -95,28 +99,37 @@ class PatternSelector:
         self.name = name or getattr(pattern, "__name__", None) or type(pattern).__name__
         self._docs: dict[tuple, dict] = {}
 
-    def graph_doc(self, decomposed: bool, dtype: torch.dtype | None = None) -> dict:
+    def graph_doc(self, decomposed: bool, dtype: torch.dtype | None = None, symbolic: bool | None = None) -> dict:
         """The pattern's graph JSON (as a dict), exported once per form; ``dtype`` casts the
-        floating example inputs (and a module pattern's weights) first."""
-        key = (decomposed, dtype)
+        floating example inputs (and a module pattern's weights) first; ``symbolic`` (default:
+        unless ``pin_sizes``) exports with dynamic dims."""
+        symbolic = not self.pin_sizes if symbolic is None else symbolic
+        key = (decomposed, dtype, symbolic)
         doc = self._docs.get(key)
         if doc is None:
-            doc = self._docs[key] = self._export(decomposed, dtype)
+            doc = self._docs[key] = self._export(decomposed, dtype, symbolic)
         return doc
 
     def forms(self, decomposed: bool, target_dtypes: Sequence[torch.dtype] = ()) -> list[dict]:
         """The graphs to match: as traced, then (unless ``pin_dtypes``) traced in each floating
-        dtype of the target, leaving out forms that match exactly what an earlier one does."""
-        docs = [self.graph_doc(decomposed)]
-        if not self.pin_dtypes and self._floating():
-            seen = {_structure(docs[0])}
-            for d in target_dtypes:
-                if self._floating_dtypes() == {d}:
-                    continue  # traced in d already: the first form
-                doc = self.graph_doc(decomposed, d)
+        dtype of the target, leaving out forms that match exactly what an earlier one does.
+        Each symbolic trace that computes sizes is followed by the trace with the example's
+        sizes: ops with defaults trace differently with literal and symbolic sizes (a slice to
+        ``n // 2`` records fewer arguments than a slice to ``4``), and the example's own sizes
+        must match whatever the symbolic form misses."""
+        dtypes = [None]
+        if not self.pin_dtypes:
+            dtypes += [d for d in target_dtypes if self._floating_dtypes() not in (set(), {d})]
+        docs: list[dict] = []
+        seen: set[str] = set()
+        for d in dtypes:
+            for symbolic in ((True, False) if not self.pin_sizes else (False,)):
+                doc = self.graph_doc(decomposed, d, symbolic)
                 if _structure(doc) not in seen:
                     seen.add(_structure(doc))
                     docs.append(doc)
+                if symbolic and not _computes_sizes(doc):
+                    break  # the static trace would be the same graph
         return docs
 
     def _floating(self) -> bool:
@@ -139,9 +152,9 @@ class PatternSelector:
                 module = copy.deepcopy(module).to(dtype)
         return module, args, kwargs
 
-    def _export(self, decomposed: bool, dtype: torch.dtype | None) -> dict:
+    def _export(self, decomposed: bool, dtype: torch.dtype | None, symbolic: bool) -> dict:
         module, args, kwargs = self._examples(dtype)
-        ep = None if self.pin_sizes else _export_dynamic(module, args, kwargs, self.name)
+        ep = _export_dynamic(module, args, kwargs, self.name) if symbolic else None
         if ep is None:
             ep = torch.export.export(module, args, kwargs=kwargs, strict=False)
         if decomposed:
@@ -166,11 +179,11 @@ class PatternSelector:
 
         return is_decomposed(target) if self.decompose is None else self.decompose
 
-    def apply(self, program, *, check: bool | str = True):
+    def apply(self, program, *, check: bool | str = True, on_refused: str = "raise"):
         """``tta.rewrite(program, selectors=[self])``."""
         from .rewrite import rewrite
 
-        return rewrite(program, selectors=[self], check=check)
+        return rewrite(program, selectors=[self], check=check, on_refused=on_refused)
 
     def __repr__(self) -> str:
         return f"PatternSelector({self.name}, impl={self.impl.key})"
@@ -185,12 +198,18 @@ def _export_dynamic(module: nn.Module, args: tuple, kwargs: dict, name: str):
     for t in [*args, *kwargs.values()]:
         if isinstance(t, torch.Tensor) and t.dim() > 0:
             shapes[t] = {i: torch.export.Dim.AUTO for i in range(t.dim())}
+    dynamic = shapes.dynamic_shapes(module, args, kwargs)
     try:
         # Size-1 example dims would otherwise be fixed at 1 (torch specializes 0 and 1), and a
         # pattern written with batch 1 would then miss every other batch size.
         with fx_config.patch(backed_size_oblivious=True):
-            return torch.export.export(module, args, kwargs=kwargs, dynamic_shapes=shapes.dynamic_shapes(module, args, kwargs), strict=False)
-    except Exception as e:  # export's own errors vary by version; the static export below says the rest
+            return torch.export.export(module, args, kwargs=kwargs, dynamic_shapes=dynamic, strict=False)
+    except Exception:  # export's own errors vary by version
+        pass
+    try:
+        # A size-1 dim the pattern broadcasts (rotary cos/sin) must stay 1: let torch fix them.
+        return torch.export.export(module, args, kwargs=kwargs, dynamic_shapes=dynamic, strict=False)
+    except Exception as e:  # the static export below says the rest
         warnings.warn(f"tta: pattern {name!r} could not be traced with symbolic sizes ({type(e).__name__}: {str(e).splitlines()[0]}); "
                       "it matches only its example sizes", stacklevel=5)
         return None

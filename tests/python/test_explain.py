@@ -124,6 +124,8 @@ def test_svg_has_a_cluster_per_region_and_the_plugin_node(program, tmp_path):
     assert "outlined" in nodes["r1"] and "explain_model.py:43" in nodes["r1"]
     # Every op of the graph is drawn (nothing to collapse in so small a graph).
     for n in program.graph.nodes:
+        if "tta_marker" in str(n.target):
+            continue  # lower_as's region markers: tta.rewrite takes them out before the pass
         assert n.name in nodes.values() or any(v.split()[0] == n.name for v in nodes.values()), n.name
     edges = {t for (cls, t) in groups if cls == "edge"}
     assert "p1&#45;&gt;r1" in edges or "p1->r1" in edges

@@ -157,3 +157,23 @@ def test_qwen2_in_bfloat16_with_dynamic_batch_and_sequence():
     other = (torch.randint(0, 64, (3, 5)),)
     with torch.no_grad():
         assert torch.equal(res.program.module()(*other, use_cache=False).logits, ep.module()(*other, use_cache=False).logits)
+
+
+def rope(q, cos, sin):
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    return q * cos + rotate_half(q) * sin
+
+
+def test_rotary_embedding_with_slices_matches_static_and_symbolic_targets(llama_dynamic):
+    # rotate_half slices to `dim // 2`: traced with symbolic sizes the slice records fewer
+    # arguments than with literal ones, so the example's own sizes are matched too.
+    q, cs = torch.randn(1, 4, 8, 8), torch.randn(1, 1, 8, 8)
+    sel = tta.lower_pattern(rope, tta.custom_plugin(name="rope"), (q, cs, cs.clone()))
+    _, _, _, static = sm.export(sm.llama)
+    _, _, _, dynamic = llama_dynamic
+    for ep in (static, dynamic):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = tta.find_regions(ep, [sel])
+        assert len(found) == 4 and not any(r.reason for r in found), found

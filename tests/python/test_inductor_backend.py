@@ -1,0 +1,224 @@
+"""The Inductor backends on the CPU: what Inductor receives (the user's Triton kernel, not an
+opaque op), the triton_op run eagerly under Triton's interpreter, the region-body fallback for
+plugins without a Triton kernel through ``torch.compile`` and an AOTInductor package loaded in a
+fresh process, and the errors. The GPU runs are in test_gpu_backends.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch._dynamo.backends.common import aot_autograd
+
+import tta
+from tta.errors import PluginError
+from tta.inductor import program as lowering
+from tta.inductor.compile import _lowered
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHON = os.path.join(ROOT, "python")
+
+BODY_ONLY = tta.custom_plugin(meta_impl=lambda x, y: x.new_empty(x.shape), name="add_relu_body_only")
+
+
+class BodyOnlyBlock(torch.nn.Module):
+    def forward(self, x, y):
+        with tta.lower_as(impl=BODY_ONLY):
+            s = torch.relu(x + y)
+        return s * 2
+
+
+def _dyn(n: int = 2, max_batch: int = 64):
+    return ({0: torch.export.Dim("batch", min=1, max=max_batch)},) * n
+
+
+class _Captured(Exception):
+    pass
+
+
+def _graph_inductor_receives(module, *args):
+    """The graph AOTAutograd hands the backend compiler (Inductor's input), without compiling
+    it: Triton kernels cannot be compiled without a GPU here."""
+    graphs = []
+
+    def capture(gm, _example):
+        graphs.append(gm)
+        raise _Captured()
+
+    compiled = torch.compile(module, backend=aot_autograd(fw_compiler=capture), dynamic=True)
+    with torch.no_grad(), pytest.raises(Exception) as info:
+        compiled(*args)
+    assert graphs, f"no graph reached the compiler: {info.value}"
+    return graphs[0]
+
+
+def _user_kernels(gm) -> list[str]:
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    names = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and "triton_kernel_wrapper" in str(n.target):
+            kernel = kernel_side_table.get_kernel(n.kwargs["kernel_idx"])
+            names.append(getattr(kernel, "fn", kernel).__name__)
+    return names
+
+
+@pytest.mark.parametrize("name,kernels", [("residual", ["add_relu_kernel"]), ("llama", ["rmsnorm_kernel", "rmsnorm_kernel", "swiglu_kernel"])])
+def test_inductor_receives_the_user_kernels(name, kernels):
+    from tta.gpu import models
+
+    case = models.by_name(name)
+    model = case.model(torch.bfloat16, "cpu")
+    example = case.inputs(2, torch.bfloat16, "cpu")
+    program, report = _lowered(model, example, case.dynamic_shapes(), None, False, "inductor")
+    assert [r.runs for r in report.regions] == [lowering.USER_KERNEL] * case.n_regions, str(report)
+    targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
+    assert not any(t.startswith("tta.") for t in targets) and sum(t.startswith("tta_triton.") for t in targets) >= 1
+    gm = _graph_inductor_receives(program.module(), *case.inputs(3, torch.bfloat16, "cpu"))
+    assert sorted(_user_kernels(gm)) == sorted(kernels), gm.code
+    if name == "residual":
+        # The region body (add, relu) is gone: only the kernel computes the output.
+        assert not any("relu" in str(n.target) for n in gm.graph.nodes), gm.code
+
+
+_INTERPRETED = textwrap.dedent(
+    """
+    import torch, tta
+    from tta.gpu import models
+    from tta.inductor.compile import _lowered
+    from tta.examples.kernels import add_relu
+    launches = []
+    real = add_relu.add_relu_kernel.run
+    def counting(*a, **k):
+        launches.append(1)
+        return real(*a, **k)
+    add_relu.add_relu_kernel.run = counting
+    for name in ("residual", "llama"):
+        case = models.by_name(name)
+        model = case.model(torch.bfloat16, "cpu")
+        program, report = _lowered(model, case.inputs(2, torch.bfloat16, "cpu"), case.dynamic_shapes(), None, False, "inductor")
+        run = program.module()
+        for b in (1, 3, 5):
+            x = case.inputs(b, torch.bfloat16, "cpu")
+            atol, rtol = case.tol["bfloat16"]
+            torch.testing.assert_close(run(*x), model(*x), atol=atol, rtol=rtol)
+    print("LAUNCHES", len(launches))
+    """
+)
+
+
+def test_triton_ops_run_the_kernel_eagerly_under_the_interpreter():
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=PYTHON)
+    r = subprocess.run([sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "LAUNCHES 3" in r.stdout, r.stdout  # the residual block's kernel, once per batch size
+
+
+def test_plugin_without_triton_kernel_runs_its_region_body_under_inductor():
+    x, y = torch.randn(4, 33), torch.randn(4, 33)
+    compiled = tta.compile(BodyOnlyBlock(), (x, y), _dyn(), backend="inductor")
+    report = compiled.tta_report
+    assert [(r.runs, r.reason) for r in report.regions] == [(lowering.REGION_BODY, "no Triton kernel (kernels: none)")]
+    assert "region body (no Triton kernel" in str(report)
+    for b in (1, 3, 7):
+        a, c = torch.randn(b, 33), torch.randn(b, 33)
+        torch.testing.assert_close(compiled(a, c), torch.relu(a + c) * 2)
+
+
+def _never_launched(x, y, out, *, TILE: int = 1024):
+    raise AssertionError("a cuTile launch function must not run in the Inductor backends")
+
+
+def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
+    import tta.specs
+
+    # The fallback is decided from the spec's backend alone, so the DSL need not be installed.
+    monkeypatch.setattr(tta.specs, "installed", lambda backend: True)
+    plugin = tta.custom_plugin(kernel=tta.cutile(_never_launched, configs=[{"TILE": 1024}]), meta_impl=lambda x, y: x.new_empty(x.shape),
+                               name="cutile_add_relu_e2e")
+    monkeypatch.undo()
+
+    class Block(torch.nn.Module):
+        def forward(self, x, y):
+            with tta.lower_as(impl=plugin):
+                return torch.relu(x + y)
+
+    x, y = torch.randn(4, 33), torch.randn(4, 33)
+    program, report = _lowered(Block(), (x, y), _dyn(), None, False, "inductor")
+    assert [(r.runs, r.reason) for r in report.regions] == [(lowering.REGION_BODY, "no Triton kernel (kernels: cutile)")]
+    assert not any(str(n.target).startswith(("tta.", "tta_triton.")) for n in program.graph.nodes)
+    torch.testing.assert_close(program.module()(x, y), torch.relu(x + y))
+
+
+_LOAD = textwrap.dedent(
+    """
+    import sys, torch
+    model = torch._inductor.aoti_load_package(sys.argv[1])
+    for b in (1, 3, 7):
+        g = torch.Generator().manual_seed(b)
+        x, y = torch.randn(b, 33, generator=g), torch.randn(b, 33, generator=g)
+        torch.testing.assert_close(model(x, y), torch.relu(x + y) * 2)
+    assert not any(m == "tta" or m.startswith("tta.") for m in sys.modules)
+    print("OK")
+    """
+)
+
+
+def test_aot_compile_package_loads_in_a_fresh_process_without_tta(tmp_path):
+    x, y = torch.randn(4, 33), torch.randn(4, 33)
+    package = tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.pt2", _dyn())
+    assert os.path.isfile(package.path) and package.tta_report.backend == "aot_inductor"
+    assert [r.runs for r in package.tta_report.regions] == [lowering.REGION_BODY]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", _LOAD, package.path], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
+
+
+def test_unknown_backend_and_bad_package_path_are_errors(tmp_path):
+    x, y = torch.randn(2, 8), torch.randn(2, 8)
+    with pytest.raises(PluginError, match="unknown backend 'tvm'"):
+        tta.compile(BodyOnlyBlock(), (x, y), backend="tvm")
+    with pytest.raises(PluginError, match="must end in .pt2"):
+        tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.zip")
+
+
+def test_a_refused_region_is_an_error_not_a_fallback():
+    wrong = tta.custom_plugin(meta_impl=lambda x: x.new_empty(x.shape), name="one_input_only")
+
+    class Wrong(torch.nn.Module):
+        def forward(self, x, y):
+            with tta.lower_as(impl=wrong):
+                return torch.relu(x + y)
+
+    with pytest.raises(PluginError, match="refused"):
+        tta.compile(Wrong(), (torch.randn(2, 8), torch.randn(2, 8)), backend="inductor")
+
+
+@pytest.mark.parametrize("cols,block", [(256, 1024), (2048, 4096)])
+def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
+    """RMSNorm's configs are BLOCK=1024 then 4096; a row of 2048 fails the first one's
+    assertion (its guard), so the graph Inductor compiles launches the second."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    from tta.gpu.models import RMSNorm
+
+    class Norm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = RMSNorm(cols)
+
+        def forward(self, x):
+            return self.norm(x)
+
+    model = Norm().to(torch.bfloat16)
+    x = torch.randn(2, 5, cols, dtype=torch.bfloat16)
+    program, _ = _lowered(model, (x,), ({0: torch.export.Dim("batch", min=1, max=64)},), None, False, "inductor")
+    gm = _graph_inductor_receives(program.module(), torch.randn(3, 5, cols, dtype=torch.bfloat16))
+    calls = [n for n in gm.graph.nodes if "triton_kernel_wrapper" in str(n.target)]
+    assert len(calls) == 1
+    args = {**kernel_side_table.get_constant_args(calls[0].kwargs["constant_args_idx"]), **calls[0].kwargs["kwargs"]}
+    assert args["BLOCK"] == block, args
