@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# Set everything up, then run all CPU tests: the Rust core (cargo), the Python package
-# (pytest, newest torch) and the TensorRT tests (pytest -m trt: the real tensorrt.plugin and
-# Torch-TensorRT Python code over tests/trt_standin, in .venv-torch2.14). GPU tests are marked
-# `gpu` and run on the GPU machine (see README).
+# Set everything up, then run all CPU tests: the Rust core (cargo), the whole Python suite and the
+# demo on the newest torch (.venv), the core Python tests and the demo on each older supported
+# torch (.venv-torch2.11, .venv-torch2.14; tests needing packages those lack are deselected by
+# marker), and the TensorRT tests (pytest -m trt: the real tensorrt.plugin and Torch-TensorRT
+# Python code over tests/trt_standin, in .venv-torch2.14). GPU tests are marked `gpu` and run on
+# the GPU machine (see README). Each step prints how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/setup-torch-envs.sh
-echo "== cargo test"
+
+step() {  # step TITLE COMMAND...: run it, then print its wall time
+  local title=$1 start=$SECONDS; shift
+  echo "== $title"
+  "$@"
+  echo "   ($title: $((SECONDS - start)) s)"
+}
+
+step "setup .venv" bash scripts/setup.sh
+step "setup .venv-torch2.11 .venv-torch2.14" bash scripts/setup-torch-envs.sh
 # The PTX tests assemble and disassemble with the CUDA tools setup installed; insist on them.
-TTA_REQUIRE_TOOLS=1 cargo test --all-targets --quiet
-echo "== pytest (CPU, newest torch)"
-.venv/bin/python -m pytest -m "not gpu and not trt" -q -p no:cacheprovider "$@"
-echo "== pytest -m trt (Torch-TensorRT 2.14, tensorrt.plugin 11.1 and 11.4 over the stand-in)"
-.venv-torch2.14/bin/python -m pytest -m trt -q -p no:cacheprovider tests/python/trt
+step "cargo test" env TTA_REQUIRE_TOOLS=1 cargo test --all-targets --quiet
+step "pytest (CPU, newest torch)" .venv/bin/python -m pytest -m "not gpu and not trt" -q -p no:cacheprovider "$@"
+step "demo (newest torch)" .venv/bin/python examples/demo.py
+# What the older environments lack: Torch-TensorRT (2.11), transformers, torchvision, cuTile, CuTeDSL.
+CORE="not gpu and not trt and not transformers and not torchvision and not cutile and not cutedsl"
+for venv in .venv-torch2.11 .venv-torch2.14; do
+  step "pytest core ($venv)" "$venv/bin/python" -m pytest -m "$CORE" -q -p no:cacheprovider tests/python
+  step "demo ($venv)" "$venv/bin/python" examples/demo.py
+done
+step "pytest -m trt (Torch-TensorRT 2.14, tensorrt.plugin 11.1 and 11.4 over the stand-in)" \
+  .venv-torch2.14/bin/python -m pytest -m trt -q -p no:cacheprovider tests/python/trt

@@ -142,7 +142,26 @@ fn symint_inputs_become_symint_ports() {
     let o = common::run(g, impls(&[("k", "p")]), &HashMap::new());
     let r = &o.report[0];
     assert_eq!(r.status, Status::Outlined);
-    assert!(matches!(r.inputs[1].kind, tta::regions::PortKind::SymInt { ref expr } if expr == "s0"));
+    // `n` is dim 0 of the region's own input: derived from its shape, never an input.
+    assert_eq!(r.inputs.len(), 1, "{:?}", r.inputs);
+    let d = &o.edits[0].derived;
+    assert_eq!((d.len(), d[0].node.as_str(), d[0].input, d[0].dim), (1, "n", 0, 0));
+
+    // A size that is no dim of a region input stays an integer input.
+    let g = graph_of(
+        json!([
+            ph("x", &["s0", "4"]),
+            ph("y", &["s1"]),
+            {"name": "n", "op": "call_function", "target": "aten.sym_size.int", "args": [{"ref": "y"}, 0], "val": {"sym": "s1"}},
+            call("v", "aten.view.default", json!([{"ref": "x"}, [-1, {"ref": "n"}]]), &["s0*4/s1", "s1"], Some("r")),
+            out("o", &["v"]),
+        ]),
+        json!({"r": {"impl": "k"}}),
+    );
+    let o = common::run(g, impls(&[("k", "p")]), &HashMap::new());
+    let r = &o.report[0];
+    assert_eq!(r.status, Status::Outlined, "{:?}", r.reason);
+    assert!(matches!(r.inputs[1].kind, tta::regions::PortKind::SymInt { ref expr } if expr == "s1"));
 }
 
 #[test]

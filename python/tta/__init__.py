@@ -15,7 +15,15 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
-from .errors import AnnotationError, GraphError, PluginError, TTAError
+from .errors import (
+    AnnotationError,
+    EagerFallbackWarning,
+    GraphError,
+    PluginError,
+    RegionRefusedError,
+    RegionRefusedWarning,
+    TTAError,
+)
 
 # public name -> submodule that defines it (tta.compile imports its backend when called)
 _LAZY = {
@@ -26,6 +34,7 @@ _LAZY = {
     "lower_as": "annotate",
     "Plugin": "plugin",
     "custom_plugin": "plugin",
+    "eager_paths": "eager_stats",
     "RegionReport": "core",
     "RewriteResult": "rewrite",
     "rewrite": "rewrite",
@@ -41,7 +50,9 @@ _LAZY = {
     "triton": "specs",
 }
 
-__all__ = sorted(["AnnotationError", "GraphError", "PluginError", "TTAError", *_LAZY])
+_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "PluginError", "RegionRefusedError",
+           "RegionRefusedWarning", "TTAError"]
+__all__ = sorted([*_ERRORS, *_LAZY])
 
 
 def __getattr__(name: str):
@@ -76,6 +87,7 @@ if TYPE_CHECKING:
     from .trt.custom_op import custom_op
     from .explain import explain
     from .plugin import Plugin, custom_plugin
+    from .eager_stats import eager_paths
     from .core import RegionReport
     from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
     from .graph_file import save_graph

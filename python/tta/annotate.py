@@ -4,7 +4,9 @@ one region to be replaced by a custom plugin.
 Each entry tags the fx nodes it traces through ``torch.fx.traceback.annotate`` with the key
 ``tta_region:<id>`` (one key per region, so nesting leaves two keys on a node and is caught in
 the graph even where Python could not see it). The tags land in ``node.meta["custom"]`` and
-survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``.
+survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``. Each entry also
+leaves one marker node (``markers.py``), so a region that traced nothing, or landed in a
+``torch.cond`` branch, is still reported, and ``inputs=`` fixes the plugin's input order.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import threading
 import torch
 import torch.fx.traceback as fx_traceback
 
+from . import markers
 from .errors import AnnotationError, PluginError
 from .plugin import Plugin
 
@@ -52,12 +55,13 @@ def _call_site() -> str | None:
 
 
 @contextlib.contextmanager
-def _region(impl: Plugin, name: str | None, site: str | None = None):
+def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tuple = ()):
     rid = f"{name or impl.name}:{_next_id()}"
     if torch.compiler.is_dynamo_compiling():
         # Dynamo runs fx_traceback.annotate eagerly and records node meta itself. Frames and
         # thread-locals are not visible here; nesting is caught from the graph instead.
         with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}):
+            markers.mark(rid, impl.key, site, inputs)
             yield
         return
     site = site or _call_site()
@@ -76,6 +80,7 @@ def _region(impl: Plugin, name: str | None, site: str | None = None):
         # exit, which would keep annotate's in-place update of an existing "custom" dict alive
         # and leak this region's tag onto later nodes.
         with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}), fx_traceback.preserve_node_meta():
+            markers.mark(rid, impl.key, site, inputs)
             yield
     finally:
         stack.pop()
@@ -87,8 +92,8 @@ class _LowerAs:
     the frame that calls it is torch's ``nn.Module.__call__`` or an export tracer, never
     the user's code."""
 
-    def __init__(self, impl: Plugin, name: str | None):
-        self.impl, self.name = impl, name
+    def __init__(self, impl: Plugin, name: str | None, inputs: tuple = ()):
+        self.impl, self.name, self.inputs = impl, name, inputs
         # Dynamo traces one thread and cannot see thread-locals: its entries stack here.
         self._traced: list = []
 
@@ -101,7 +106,7 @@ class _LowerAs:
         return per_object.setdefault(id(self), [])
 
     def __enter__(self):
-        cm = _region(self.impl, self.name)
+        cm = _region(self.impl, self.name, inputs=self.inputs)
         entries = self._entries()
         entries.append(cm)
         try:
@@ -132,14 +137,24 @@ class _LowerAs:
         return region_call
 
 
-def lower_as(impl: Plugin, name: str | None = None) -> _LowerAs:
+def lower_as(impl: Plugin, name: str | None = None, inputs=None) -> _LowerAs:
     """Mark a region to be replaced by ``impl``; a context manager and a decorator.
 
     ``impl`` is a ``tta.custom_plugin(...)``. ``name`` labels the region in reports. Every
     entry (each loop iteration, each call of a decorated function) is a distinct region.
+    ``inputs=(x, w, b)`` (``with`` form) fixes the order of the plugin's inputs: every tensor
+    the region reads, each once. Without it, activations come first and parameters, buffers
+    and constants after, each in order of first use (see docs/selectors.md).
     """
     if not isinstance(impl, Plugin):
         raise PluginError(f"lower_as(impl=...) takes a tta.custom_plugin(...), got {type(impl).__name__}")
     if name is not None and not isinstance(name, str):
         raise PluginError(f"lower_as(name=...) is a string that labels the region, got {type(name).__name__}")
-    return _LowerAs(impl, name)
+    inputs = tuple(inputs) if inputs is not None else ()
+    for k, t in enumerate(inputs):
+        if not isinstance(t, torch.Tensor):
+            raise AnnotationError(
+                f"lower_as(inputs=...) at {_call_site()} takes the tensors the region reads; "
+                f"input {k} is {type(t).__name__}"
+            )
+    return _LowerAs(impl, name, inputs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from . import _core
@@ -134,6 +134,8 @@ class RegionReport:
     reason: str | None = None
     op: str | None = None
     node: str | None = None
+    # Assertion nodes export left untagged that read a value inside the region, taken into it.
+    absorbed: list[str] = field(default_factory=list)
 
     @property
     def outlined(self) -> bool:
@@ -144,7 +146,7 @@ class RegionReport:
         return RegionReport(
             id=d["id"], impl=d["impl"], origin=Origin.decode(d["origin"]), source=d.get("source"), status=d["status"],
             nodes=list(d["nodes"]), inputs=[Port.decode(p) for p in d["inputs"]], outputs=[Port.decode(p) for p in d["outputs"]],
-            reason=d.get("reason"), op=d.get("op"), node=d.get("node"),
+            reason=d.get("reason"), op=d.get("op"), node=d.get("node"), absorbed=list(d.get("absorbed", ())),
         )
 
 
@@ -163,6 +165,8 @@ class Edit:
     mutated: tuple[int, ...]
     after: str
     remove: tuple[str, ...]
+    # Sizes the region reads that the op derives from an input's shape: (node, input number, dim).
+    derived: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,8 @@ class Outcome:
         self._raw = raw
         doc = json.loads(raw.edits_json())
         self.edits = [Edit(e["region"], e["op"], e["node"], tuple(e["inputs"]), tuple(e["outputs"]), tuple(e["getitems"]),
-                           tuple(e["mutated"]), e["after"], tuple(e["remove"])) for e in doc["edits"]]
+                           tuple(e["mutated"]), e["after"], tuple(e["remove"]),
+                           tuple((d["node"], d["input"], d["dim"]) for d in e.get("derived", ()))) for e in doc["edits"]]
         self.moves = [Move(m["node"], m["after"]) for m in doc["moves"]]
 
     def report(self) -> list[RegionReport]:

@@ -26,3 +26,24 @@ class GraphError(TTAError):
         self.kind = kind
         self.node = node
         self.source = source
+
+
+class RegionRefusedError(TTAError):
+    """Regions the user marked could not be lowered (``tta.rewrite(..., on_refused="raise")``).
+
+    ``regions`` holds the refused regions' reports; ``result`` the whole ``RewriteResult``, whose
+    program still runs every refused region as ordinary ops.
+    """
+
+    def __init__(self, message: str, *, regions: list, result=None):
+        super().__init__(message)
+        self.regions = regions
+        self.result = result
+
+
+class RegionRefusedWarning(UserWarning):
+    """``on_refused="warn"``: the same message as ``RegionRefusedError``, as a warning."""
+
+
+class EagerFallbackWarning(UserWarning):
+    """A ``tta::<op>`` ran its region body instead of the plugin's kernel on CUDA inputs."""

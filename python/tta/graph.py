@@ -7,6 +7,7 @@ per target; stack traces are parsed once per distinct string.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -25,6 +26,9 @@ VERSION = 1
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _TTA_DIR = os.path.dirname(__file__) + os.sep
+# A `with tta.lower_as(...)` entry passes through contextlib, and a traced torch.cond branch runs
+# as fx-generated code (`<eval_with_key>`); the user's line is further out.
+_CONTEXTLIB = contextlib.__file__
 
 
 def target_name(target: Any) -> str:
@@ -62,7 +66,7 @@ def first_user_frame(stack_trace: str | None, _cache: dict = {}) -> str | None:
     if hit is None and stack_trace not in _cache:
         for m in reversed(list(_FRAME.finditer(stack_trace))):
             path = m.group(1)
-            if not path.startswith((_TORCH_DIR, _TTA_DIR)):
+            if not path.startswith((_TORCH_DIR, _TTA_DIR, _CONTEXTLIB, "<eval_with_key>")):
                 hit = f"{path}:{m.group(2)}"
                 break
         _cache[stack_trace] = hit
@@ -199,11 +203,15 @@ class Serializer:
     node is rewired, so after an edit ``delta`` re-encodes exactly the nodes whose inputs
     changed, and the pass checks that delta instead of a second full serialization."""
 
-    def __init__(self) -> None:
+    def __init__(self, weights: frozenset[str] = frozenset(), declared: dict[str, dict] | None = None) -> None:
+        """``weights``: names of placeholders holding parameters, buffers or constants.
+        ``declared``: what region markers add to a region's declaration (``markers.py``)."""
         self._infos = _TARGET_INFOS
         self._stacks: dict[int, tuple[dict, list]] = {}
         self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, dict]] = {}
         self.regions: dict[str, dict] = {}
+        self._weights = weights
+        self._declared = declared or {}
 
     def graph_to_dict(self, graph: torch.fx.Graph) -> dict:
         with NoGC():
@@ -261,7 +269,8 @@ class Serializer:
                 for t in tags:
                     if t not in self.regions:
                         decl = custom[TAG_PREFIX + t]
-                        self.regions[t] = {"impl": decl["impl"]} if decl.get("source") is None else dict(decl)
+                        decl = {"impl": decl["impl"]} if decl.get("source") is None else dict(decl)
+                        self.regions[t] = {**self._declared.get(t, {}), **decl}
         stack = meta.get("nn_module_stack")
         if stack:
             cached = self._stacks.get(id(stack))
@@ -274,6 +283,8 @@ class Serializer:
         src = first_user_frame(meta.get("stack_trace"))
         if src is not None:
             d["source"] = src
+        if op == "placeholder" and n.name in self._weights:
+            d["weight"] = True
         if info is not None:
             if info.writes:
                 d["mutates"] = info.writes

@@ -27,10 +27,10 @@ def graph_document(program, selectors=None, caller: str = "tta.save_graph") -> d
     import torch
     from torch.export import ExportedProgram
 
-    from . import graph
     from . import selectors as _selectors
     from .explain import kernels_document
     from .plugin import declarations
+    from .rewrite import graph_document as rewrite_document
 
     if isinstance(program, ExportedProgram):
         gm = program.graph_module
@@ -38,7 +38,7 @@ def graph_document(program, selectors=None, caller: str = "tta.save_graph") -> d
         gm = program
     else:
         raise TypeError(f"{caller} takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
-    doc = graph.graph_to_dict(gm.graph)
+    doc = rewrite_document(program, caller)
     sel, keys = _selectors.encode(selectors, gm)
     used = {r["impl"] for r in doc.get("regions", {}).values()} | keys
     out = {"graph": doc, "impls": declarations(used), "kernels": kernels_document(used)}
@@ -77,6 +77,8 @@ def save_graph(program, path: str | os.PathLike, *, selectors=None) -> None:
 def _load(source: str):
     if source.endswith(".pt2"):
         import torch
+
+        from . import markers  # noqa: F401  (registers the op lower_as leaves in saved programs)
 
         return torch.export.load(source)
     module, sep, attr = source.partition(":")

@@ -14,12 +14,13 @@ from typing import Callable, Sequence
 import torch
 import torch.fx
 
+from . import eager_stats
 from .core import Port
 from .plugin import Plugin
 
-# ``launch(plugin, inputs, body)``: run the plugin's own kernel on real inputs, or None when it
-# cannot run there (the caller then runs the region body).
-EagerLauncher = Callable[[Plugin, tuple, torch.fx.GraphModule], "tuple | None"]
+# ``launch(plugin, inputs, body)``: run the plugin's own kernel on real inputs: ``(outputs, None)``,
+# or ``(None, why)`` when it cannot run there (the caller then runs the region body).
+EagerLauncher = Callable[[Plugin, tuple, torch.fx.GraphModule], "tuple[tuple | None, str | None]"]
 
 NAMESPACE = "tta"
 
@@ -46,14 +47,20 @@ def schema(inputs: Sequence[Port], outputs: Sequence[Port]) -> str:
     return f"({', '.join(params)}) -> {ret}"
 
 
-def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[torch.fx.Node], outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
-    """The region as a standalone GraphModule: inputs -> outputs."""
+def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[torch.fx.Node], outputs: list[torch.fx.Node],
+                 derived: Sequence[tuple[torch.fx.Node, int, int]] = ()) -> torch.fx.GraphModule:
+    """The region as a standalone GraphModule: inputs -> outputs. ``derived`` lists the sizes
+    the region reads from outside that are dims of its inputs, as (node, input number, dim):
+    the body reads them from that input's shape."""
     g = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     for i, n in enumerate(inputs):
         p = g.placeholder(f"x{i}")
         p.meta = dict(n.meta)
         env[n] = p
+    for n, i, dim in derived:
+        env[n] = g.call_function(torch.ops.aten.sym_size.int, (env[inputs[i]], dim))
+        env[n].meta = dict(n.meta)
     for n in members:
         env[n] = g.node_copy(n, lambda x: env[x])
     result = [env[o] for o in outputs]
@@ -67,11 +74,11 @@ def _detach_aliases(inputs, outputs):
     return tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outputs)
 
 
-def _make_eager(plugin: Plugin, body: torch.fx.GraphModule, n_out: int, launch: EagerLauncher | None) -> Callable:
+def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int, launch: EagerLauncher | None) -> Callable:
     def eager(*inputs):
-        outs = None
-        if plugin.kernels and launch is not None:
-            outs = launch(plugin, inputs, body)
+        outs, why = launch(plugin, inputs, body) if launch is not None else (None, "no kernel launcher was given")
+        on_cuda = any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in inputs)
+        eager_stats.record(op, why, on_cuda)
         if outs is None:
             outs = body(*inputs)
             outs = _detach_aliases(inputs, outs if n_out > 1 else (outs,))
@@ -109,7 +116,7 @@ def ensure_op(op: str, inputs: Sequence[Port], outputs: Sequence[Port], plugin: 
         gm = body()
         n_out = len(outputs)
         _lib.define(op + schema(inputs, outputs))
-        _lib.impl(op, _make_eager(plugin, gm, n_out, launch), "CompositeExplicitAutograd")
+        _lib.impl(op, _make_eager(op, plugin, gm, n_out, launch), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm

@@ -179,11 +179,11 @@ class PatternSelector:
 
         return is_decomposed(target) if self.decompose is None else self.decompose
 
-    def apply(self, program, *, check: bool | str = True):
+    def apply(self, program, *, check: bool | str = True, on_refused: str = "raise"):
         """``tta.rewrite(program, selectors=[self])``."""
         from .rewrite import rewrite
 
-        return rewrite(program, selectors=[self], check=check)
+        return rewrite(program, selectors=[self], check=check, on_refused=on_refused)
 
     def __repr__(self) -> str:
         return f"PatternSelector({self.name}, impl={self.impl.key})"

@@ -22,10 +22,10 @@ import torch.fx
 from torch import nn
 from torch.export import ExportedProgram
 
-from . import core, graph, ops
+from . import core, graph, markers, ops, refusals
 from . import selectors as _selectors
-from .aot.eager import launch
-from .core import Edit, MetaOutput, Move, RegionMembers, RegionReport, RegionSummary
+from .aot.eager import run as launch
+from .core import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
 from .errors import GraphError
 from .plugin import Plugin, declarations, lookup
 
@@ -126,7 +126,9 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], move
         outputs = [nodes[o] for o in e.outputs]
         region = regions[e.region]
         plugin = lookup(region.impl)
-        op = ops.ensure_op(e.op, region.inputs, region.outputs, plugin, lambda: ops.extract_body(root, members, inputs, outputs), launch)
+        derived = [(nodes[name], i, dim) for name, i, dim in e.derived]
+        op = ops.ensure_op(e.op, region.inputs, region.outputs, plugin,
+                           lambda: ops.extract_body(root, members, inputs, outputs, derived), launch)
         first = members[0]
         with g.inserting_after(nodes[e.after]):
             call = g.create_node("call_function", op, tuple(inputs), {}, name=e.node)
@@ -188,10 +190,51 @@ def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
     raise TypeError(f"{caller} takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
 
 
-def _analyze(g: torch.fx.Graph, selectors) -> tuple[core.Analysis, graph.Serializer]:
-    """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``."""
-    serializer = graph.Serializer()
+def _copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
+    """A copy of ``g`` with the same node names. fx's copy renames a node whose name shadows a
+    Python builtin (``input``, the argument of every ``nn.Sequential``), which torch.export
+    allows; the program's signature still names the original, so restore it."""
+    new = copy.deepcopy(g)
+    for old, n in zip(g.nodes, new.nodes):
+        if n.name != old.name:
+            n.name = old.name
+            new._graph_namespace._rename_object(n, old.name)
+    return new
+
+
+def _weight_names(program: Any) -> frozenset[str]:
+    """Placeholders holding parameters, buffers and constants (a GraphModule reads those with
+    get_attr, which the pass recognizes by itself)."""
+    if not isinstance(program, ExportedProgram):
+        return frozenset()
+    user = (torch.export.graph_signature.InputKind.USER_INPUT, torch.export.graph_signature.InputKind.TOKEN)
+    return frozenset(s.arg.name for s in program.graph_signature.input_specs if s.kind not in user and hasattr(s.arg, "name"))
+
+
+def _document(g: torch.fx.Graph, weights: frozenset[str] = frozenset(),
+              declared: dict[str, dict] | None = None) -> tuple[dict, graph.Serializer]:
+    serializer = graph.Serializer(weights, declared)
     doc = serializer.graph_to_dict(g)
+    # A region whose `with` block traced nothing has a marker but no tagged node: declare it,
+    # and the pass refuses it as empty.
+    for rid, decl in (declared or {}).items():
+        doc.setdefault("regions", {}).setdefault(rid, decl)
+    return doc, serializer
+
+
+def graph_document(program: Any, caller: str) -> dict:
+    """The graph JSON of ``program`` exactly as ``tta.rewrite`` hands it to the pass (region
+    markers taken out, weights and marker declarations in)."""
+    g = _copy_graph(_graph_of(program, caller))
+    found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
+    return _document(g, _weight_names(program), markers.declared(found))[0]
+
+
+def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
+             declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
+    """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
+    ``declared`` (from the region markers) are what the graph alone does not say."""
+    doc, serializer = _document(g, weights, declared)
     graph_json = graph.dumps(doc)
     selectors_doc, selector_impls = _selectors.encode(selectors, g)
     impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | selector_impls)
@@ -199,7 +242,8 @@ def _analyze(g: torch.fx.Graph, selectors) -> tuple[core.Analysis, graph.Seriali
     return core.analyze(graph_json, impls, selectors_doc), serializer
 
 
-def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True) -> RewriteResult:
+def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True,
+            on_refused: str = "raise") -> RewriteResult:
     """Outline every valid region of ``program`` into one ``tta::<op>`` node.
 
     Regions are the ``lower_as`` annotations plus what ``selectors`` choose: ``tta.lower_pattern``
@@ -212,9 +256,17 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, 
     the node order and a re-serialization of every node that is new or whose inputs changed
     (every other node is verified unchanged by identity); ``check="full"`` re-serializes the
     whole graph.
+
+    A region that cannot be lowered raises ``RegionRefusedError`` listing every refused region
+    with its reason and source line (``on_refused="raise"``); ``"warn"`` warns with the same
+    text and ``"keep"`` says nothing, both returning a program that runs those regions as
+    ordinary ops.
     """
+    refusals.check_choice(on_refused)
     with graph.NoGC():
-        return _rewrite(program, selectors, check)
+        result = _rewrite(program, selectors, check)
+    refusals.handle(result, on_refused)
+    return result
 
 
 def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
@@ -227,10 +279,12 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
 
     # Edit a copy of the graph (a Graph copy generates no code) and put it in place only when
     # everything succeeded, so a failure midway leaves the caller's program as it was.
-    g = copy.deepcopy(_graph_of(program, "tta.rewrite"))
+    g = _copy_graph(_graph_of(program, "tta.rewrite"))
     root = program.graph_module if isinstance(program, ExportedProgram) else program
+    found, nested = markers.take(g, root)
     lap("copy")
-    analysis, serializer = _analyze(g, selectors)
+    weights, declared = _weight_names(program), markers.declared(found)
+    analysis, serializer = _analyze(g, selectors, weights, declared)
     lap("serialize")
     summary = analysis.summary()
     nodes = {n.name: n for n in g.nodes}
@@ -241,7 +295,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
         _apply(g, root, outcome.edits, outcome.moves, summary)
     lap("apply")
     if check == "full":
-        outcome.check_matches(graph.to_json(g))
+        outcome.check_matches(graph.dumps(graph.Serializer(weights, declared).graph_to_dict(g)))
     elif check:
         outcome.check_delta(serializer.delta(g))
     lap("check")
@@ -252,9 +306,27 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())
+    vanished = [_in_subgraph(m) for m in nested]
+    report_text = outcome.report_text() + "".join(_text(r) for r in vanished)
     stages["total_s"] = time.perf_counter() - clock[0]
     stages["rust"] = outcome.timings()
-    return RewriteResult(program=result, regions=regions, report_text=outcome.report_text(), timings=stages)
+    return RewriteResult(program=result, regions=regions + vanished, report_text=report_text, timings=stages)
+
+
+def _in_subgraph(m: markers.Marker) -> RegionReport:
+    """A region traced inside a subgraph (a ``torch.cond`` branch, a ``torch.while_loop`` body):
+    export keeps its ops there, out of the graph the pass outlines."""
+    reason = (
+        f"it was traced inside the subgraph `{m.subgraph}` (a torch.cond branch or another "
+        "higher-order op's body), which tta does not outline; put the `with tta.lower_as(...)` "
+        "block outside the branch, around the whole torch.cond call or in code without it"
+    )
+    return RegionReport(id=m.id, impl=m.impl, origin=Origin("annotation"), source=m.source, status="refused",
+                        nodes=[], inputs=[], outputs=[], reason=reason)
+
+
+def _text(r: RegionReport) -> str:
+    return f"region {r.id} [lower_as] impl={r.impl} at {r.source or 'unknown source'}\n  REFUSED: {r.reason}\n"
 
 
 def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None) -> list[RegionMembers]:
@@ -263,14 +335,16 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
     (overlap, not convex, leaked values, unregistered impl), the ``reason``. The impl's
     signature and ``meta_impl`` are not checked here. For inspecting selectors."""
     with graph.NoGC():
-        analysis, _ = _analyze(_graph_of(program, "tta.find_regions"), selectors)
+        g = _copy_graph(_graph_of(program, "tta.find_regions"))
+        found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
+        analysis, _ = _analyze(g, selectors, _weight_names(program), markers.declared(found))
         return analysis.members()
 
 
 def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, mapping: Mapping[type | str, Plugin], *,
                   example_inputs: Sequence[Any] | None = None, example_kwargs: Mapping[str, Any] | None = None,
                   dynamic_shapes: Any = None, strict: bool = False, decompose: bool = True,
-                  selectors: Sequence[Any] = (), check: bool | str = True) -> RewriteResult:
+                  selectors: Sequence[Any] = (), check: bool | str = True, on_refused: str = "raise") -> RewriteResult:
     """Replace every call of the chosen modules by a plugin, without editing the model.
 
     ``mapping`` maps nn.Module classes and dotted path prefixes to ``tta.custom_plugin``s.
@@ -289,4 +363,4 @@ def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, ma
             )
         ep = torch.export.export(target, tuple(example_inputs), kwargs=dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
         target = ep.run_decompositions() if decompose else ep
-    return rewrite(target, selectors=items, check=check)
+    return rewrite(target, selectors=items, check=check, on_refused=on_refused)

@@ -52,6 +52,9 @@ class KernelSpec:
     # The kernel whose own tuning configs (Triton's ``@triton.autotune``) are the configs; empty
     # when the configs are keyword arguments of the launch function.
     autotuned: str = ""
+    # Keyword arguments the launch function always gets on top of the config (a custom op's
+    # non-tensor arguments at one call site); part of ``identity`` where set.
+    arguments: tuple[tuple[str, Any], ...] = ()
 
     @property
     def cache_key(self) -> str:
@@ -66,8 +69,11 @@ class KernelSpec:
 
     def launch_kwargs(self, config: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments the launch function gets for ``config`` (none when the config is
-        one of the kernel's own tuning configs: the backend applies it at the launch)."""
-        return {} if self.autotuned else dict(config)
+        one of the kernel's own tuning configs: the backend applies it at the launch), and the
+        spec's fixed ``arguments``."""
+        kwargs = {} if self.autotuned else dict(config)
+        kwargs.update(self.arguments)
+        return kwargs
 
     def __repr__(self) -> str:
         return f"{self.backend}({self.identity}, configs={self.config_dicts()})"

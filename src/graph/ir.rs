@@ -31,6 +31,10 @@ pub struct RegionDecl {
     /// `file:line` of the `with tta.lower_as(...)` statement when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The region's inputs in the order the user fixed (`lower_as(..., inputs=...)`), by node
+    /// name; absent, the boundary's default order applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,6 +92,16 @@ pub struct Node {
     /// The op's output aliases (is a view of) one of its inputs, from its schema.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aliases: bool,
+    /// A placeholder holding a parameter, buffer or constant rather than a user input.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weight: bool,
+}
+
+impl Node {
+    /// Holds a parameter, buffer or constant: a lifted placeholder or a `get_attr`.
+    pub fn is_weight(&self) -> bool {
+        self.weight || self.op == OpKind::GetAttr
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

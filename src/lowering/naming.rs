@@ -26,6 +26,10 @@ fn body_text(g: &Graph, region: &Region, b: &Boundary) -> String {
     for (k, p) in b.inputs.iter().enumerate() {
         local.insert(p.name.as_str(), format!("in{k}"));
     }
+    for d in &b.derived {
+        let k = b.inputs.iter().position(|p| p.name == d.input).unwrap_or(usize::MAX);
+        local.insert(d.name.as_str(), format!("in{k}.size({})", d.dim));
+    }
     for (k, &m) in region.members.iter().enumerate() {
         local.insert(g.nodes[m].name.as_str(), format!("n{k}"));
     }

@@ -38,6 +38,17 @@ pub struct Edit {
     pub mutated: Vec<usize>,
     pub after: String,
     pub remove: Vec<String>,
+    /// Sizes the region reads that the op derives from an input's shape: `node` is dim `dim`
+    /// of input number `input`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<DerivedEdit>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DerivedEdit {
+    pub node: String,
+    pub input: usize,
+    pub dim: usize,
 }
 
 pub struct Outlined {
@@ -129,6 +140,7 @@ fn derived(name: String, target: String, args: Vec<Arg>, val: Value, like: &Node
         source: like.source.clone(),
         mutates,
         aliases: false,
+        weight: false,
     }
 }
 
@@ -178,6 +190,16 @@ fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit 
         mutated,
         after: g.nodes[last].name.clone(),
         remove: members.iter().map(|&m| g.nodes[m].name.clone()).collect(),
+        derived: a
+            .boundary
+            .derived
+            .iter()
+            .map(|d| DerivedEdit {
+                node: d.name.clone(),
+                input: a.boundary.inputs.iter().position(|p| p.name == d.input).expect("derived from an input"),
+                dim: d.dim,
+            })
+            .collect(),
     }
 }
 

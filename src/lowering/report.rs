@@ -28,6 +28,9 @@ pub struct RegionReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     pub nodes: Vec<String>,
+    /// Assertion nodes export left untagged that read a value inside the region, taken into it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub absorbed: Vec<String>,
     pub inputs: Vec<Port>,
     pub outputs: Vec<Port>,
 }
@@ -69,6 +72,10 @@ impl fmt::Display for RegionReport {
                 self.nodes.len()
             )?,
             Status::Refused => writeln!(f, "  REFUSED: {}", self.reason.as_deref().unwrap_or("?"))?,
+        }
+        if !self.absorbed.is_empty() {
+            let names: Vec<String> = self.absorbed.iter().map(|n| format!("`{n}`")).collect();
+            writeln!(f, "  absorbed {} (export's checks of values inside the region; the plugin replaces them)", names.join(", "))?;
         }
         ports(f, "in ", &self.inputs)?;
         ports(f, "out", &self.outputs)

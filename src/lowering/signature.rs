@@ -84,21 +84,91 @@ pub fn check(b: &Boundary, decl: &ImplDecl, meta: Option<&Result<Vec<MetaOut>, S
         let PortKind::Tensor { dtype, shape } = &port.kind else { continue };
         if &m.dtype != dtype {
             return Err(format!(
-                "meta_impl output {i} has dtype {} but region output `{}` has dtype {dtype}",
-                m.dtype, port.name
+                "meta_impl output {i} has dtype {} but region output `{}` has dtype {dtype}{}",
+                m.dtype,
+                port.name,
+                port_hint(b, meta, i)
             ));
         }
         let theirs: Vec<String> = m.shape.iter().map(|d| d.to_string()).collect();
         if !same_shape(&theirs, shape) {
             return Err(format!(
-                "meta_impl output {i} has shape [{}] but region output `{}` has shape [{}]",
+                "meta_impl output {i} has shape [{}] but region output `{}` has shape [{}]{}",
                 theirs.join(", "),
                 port.name,
-                shape.join(", ")
+                shape.join(", "),
+                port_hint(b, meta, i)
             ));
         }
     }
     Ok(())
+}
+
+fn matches(m: &MetaOut, port: &Port) -> bool {
+    let PortKind::Tensor { dtype, shape } = &port.kind else { return false };
+    let theirs: Vec<String> = m.shape.iter().map(|d| d.to_string()).collect();
+    &m.dtype == dtype && same_shape(&theirs, shape)
+}
+
+/// Why output `i` may disagree when the real cause is port order: the outputs come back in
+/// another order, or the output looks like it was computed from another input.
+fn port_hint(b: &Boundary, meta: &[MetaOut], i: usize) -> String {
+    if let Some(k) = b.outputs.iter().position(|p| matches(&meta[i], p)) {
+        return format!(
+            "; it matches region output {k} (`{}`) instead: meta_impl returns the outputs in another order than the region, whose outputs are in node order ({})",
+            b.outputs[k].name,
+            b.outputs.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let like = |shape: &[String]| {
+        b.inputs.iter().position(|p| matches!(&p.kind, PortKind::Tensor { shape: s, .. } if same_shape(s, shape)))
+    };
+    let theirs: Vec<String> = meta[i].shape.iter().map(|d| d.to_string()).collect();
+    let PortKind::Tensor { shape: want, .. } = &b.outputs[i].kind else { return String::new() };
+    match (like(&theirs), like(want)) {
+        (Some(got), Some(wanted)) if got != wanted => {
+            let inputs: Vec<String> = b.inputs.iter().enumerate().map(|(k, p)| format!("{k}: `{}`", p.name)).collect();
+            format!(
+                "; its shape is that of input {got} (`{}`), the region's that of input {wanted} (`{}`): meta_impl may expect its inputs in another order than the region passes them ({}); fix the order with lower_as(..., inputs=(...))",
+                b.inputs[got].name,
+                b.inputs[wanted].name,
+                inputs.join(", ")
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+/// `text` with each identifier that is not a function name replaced by `d<k>`, `k` its position
+/// in `seen` (appended to on first sight).
+fn rename_symbols(text: &str, seen: &mut Vec<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if !(c.is_ascii_alphabetic() || c == '_') {
+            out.push(c);
+            continue;
+        }
+        let mut end = i + c.len_utf8();
+        while let Some(&(j, d)) = chars.peek() {
+            if !(d.is_ascii_alphanumeric() || d == '_') {
+                break;
+            }
+            end = j + d.len_utf8();
+            chars.next();
+        }
+        let word = &text[i..end];
+        if chars.peek().is_some_and(|&(_, d)| d == '(') {
+            out.push_str(word);
+            continue;
+        }
+        let k = seen.iter().position(|s| s == word).unwrap_or_else(|| {
+            seen.push(word.to_owned());
+            seen.len() - 1
+        });
+        out.push_str(&format!("d{k}"));
+    }
+    out
 }
 
 fn same_shape(a: &[String], b: &[String]) -> bool {
@@ -110,15 +180,22 @@ fn same_shape(a: &[String], b: &[String]) -> bool {
 }
 
 /// Canonical text of a boundary, the part of the op name that depends on the signature.
+/// Shape symbols are renamed `d0`, `d1`, ... in order of first appearance: torch names them
+/// differently under strict and non-strict export (`s6` vs `s77`) for the same region.
 pub fn canonical(b: &Boundary) -> String {
-    let port = |p: &Port| match &p.kind {
+    let mut symbols: Vec<String> = Vec::new();
+    let mut canon = |d: &str| {
+        let renamed = rename_symbols(d, &mut symbols);
+        expr::canonical(&renamed).unwrap_or(renamed)
+    };
+    let mut port = |p: &Port| match &p.kind {
         PortKind::Tensor { dtype, shape } => {
-            let dims: Vec<String> = shape.iter().map(|d| expr::canonical(d).unwrap_or_else(|_| d.clone())).collect();
+            let dims: Vec<String> = shape.iter().map(|d| canon(d)).collect();
             format!("{dtype}[{}]{}", dims.join(","), if p.mutated { "!" } else { "" })
         }
-        PortKind::SymInt { expr: e } => format!("SymInt({})", expr::canonical(e).unwrap_or_else(|_| e.clone())),
+        PortKind::SymInt { expr: e } => format!("SymInt({})", canon(e)),
     };
-    let ins: Vec<String> = b.inputs.iter().map(port).collect();
-    let outs: Vec<String> = b.outputs.iter().map(port).collect();
+    let ins: Vec<String> = b.inputs.iter().map(&mut port).collect();
+    let outs: Vec<String> = b.outputs.iter().map(&mut port).collect();
     format!("({}) -> ({})", ins.join(", "), outs.join(", "))
 }

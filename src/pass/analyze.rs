@@ -6,7 +6,7 @@ use crate::lowering::{ImplDecl, MetaOut};
 use crate::regions::candidate::{Candidate, Verdict};
 use crate::regions::pattern::Unmatched;
 use crate::regions::selectors::{self, Selectors};
-use crate::regions::{collect, validate, Port};
+use crate::regions::{asserts, boundary, collect, validate, Port};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -94,6 +94,7 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     let (pending, refused): (Vec<Candidate>, Vec<Candidate>) =
         selected.into_iter().partition(|c| matches!(c.verdict, Verdict::Pending));
     candidates.extend(pending);
+    asserts::absorb(&g, &dag, &mut candidates);
     candidates.extend(refused);
 
     let mut ids = HashSet::new();
@@ -101,6 +102,7 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
         return Err(Error::new(ErrorKind::Input, format!("two regions have the id `{}`; region ids must be unique", c.region.id)));
     }
     validate::validate_all(&g, &dag, &mut candidates, &|r| impls.get(&r.impl_key).is_some_and(|d| d.mutates));
+    pin_annotated_inputs(&g, &mut candidates);
     for c in &mut candidates {
         if c.boundary().is_some() && !impls.contains_key(&c.region.impl_key) {
             c.refuse(format!("its impl `{}` is not registered with tta", c.region.impl_key));
@@ -108,6 +110,18 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     }
     let analyze_ms = ms(t);
     Ok(Analysis { graph: g, impls, candidates, unmatched, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
+}
+
+/// `lower_as(..., inputs=...)` fixes the order of an annotated region's inputs.
+fn pin_annotated_inputs(g: &Graph, candidates: &mut [Candidate]) {
+    for c in candidates {
+        let Some(order) = g.regions.get(&c.region.id).and_then(|d| d.inputs.as_ref()) else { continue };
+        if let Verdict::Valid(b) = &mut c.verdict {
+            if let Err(why) = boundary::pin_inputs(b, order) {
+                c.refuse(why);
+            }
+        }
+    }
 }
 
 impl Analysis {

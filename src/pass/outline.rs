@@ -63,7 +63,8 @@ impl Analysis {
             candidates.par_iter().map(|c| decide(&graph, &impls, c, meta.get(&c.region.id))).collect();
         // Member names now: outlining consumes the graph. Ports move into the report afterwards.
         let names: Vec<Vec<String>> =
-            candidates.iter().map(|c| c.region.members.iter().map(|&m| graph.nodes[m].name.clone()).collect()).collect();
+            candidates.iter().map(|c| names_of(&graph, &c.region.members)).collect();
+        let absorbed: Vec<Vec<String>> = candidates.iter().map(|c| names_of(&graph, &c.absorbed)).collect();
         let accepted: Vec<Accepted> = candidates
             .iter()
             .zip(&decided)
@@ -75,7 +76,7 @@ impl Analysis {
         let out = outline::outline(graph, &accepted);
         drop(accepted);
         let mut report: Vec<RegionReport> =
-            candidates.into_iter().zip(decided).zip(names).map(|((c, d), nodes)| report_of(c, d, nodes)).collect();
+            candidates.into_iter().zip(decided).zip(names.into_iter().zip(absorbed)).map(|((c, d), n)| report_of(c, d, n)).collect();
         // The verifier runs after the pass as before it: a rewritten graph that breaks an
         // invariant is a bug here, never something to hand back.
         graph::verify::verify(&out.graph).map_err(|e| {
@@ -104,7 +105,13 @@ fn decide(g: &Graph, impls: &super::Impls, c: &Candidate, meta: Option<&MetaResu
     Ok(naming::op_name(g, &c.region, b, &decl.name))
 }
 
-fn report_of(c: Candidate, decided: std::result::Result<String, String>, nodes: Vec<String>) -> RegionReport {
+fn names_of(g: &Graph, nodes: &[usize]) -> Vec<String> {
+    nodes.iter().map(|&m| g.nodes[m].name.clone()).collect()
+}
+
+/// `names`: the region's members and the assertion nodes among them it absorbed.
+fn report_of(c: Candidate, decided: std::result::Result<String, String>, names: (Vec<String>, Vec<String>)) -> RegionReport {
+    let (nodes, absorbed) = names;
     let Candidate { region, verdict, .. } = c;
     let (inputs, outputs) = match verdict {
         Verdict::Valid(b) => (b.inputs, b.outputs),
@@ -124,6 +131,7 @@ fn report_of(c: Candidate, decided: std::result::Result<String, String>, nodes: 
         op,
         node: None,
         nodes,
+        absorbed,
         inputs,
         outputs,
     }

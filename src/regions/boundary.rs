@@ -1,11 +1,13 @@
 //! The boundary of a region: what it reads from outside and what outside reads from it.
 
 use super::pattern::PortOrder;
-use super::{Boundary, Port, PortKind, Region};
+use super::{Boundary, DerivedSize, Port, PortKind, Region};
 use crate::graph::{Dag, Graph, Value};
 
-/// `inside(i)` tells membership. Inputs come in order of first use, outputs in node order,
-/// unless `order` (a pattern's signature) fixes them. Fails (with the reason) when a boundary
+/// `inside(i)` tells membership. Inputs: activations (user inputs and computed values) in order
+/// of first use, then weights (parameters, buffers, constants) in order of first use, so that a
+/// decomposition reading a weight first (`linear` -> `permute(w)`, `addmm`) keeps the order.
+/// Outputs in node order. A pattern's signature (`order`) fixes both instead. Fails (with the reason) when a boundary
 /// value is neither a tensor nor an integer.
 pub fn compute(
     g: &Graph,
@@ -39,6 +41,10 @@ pub fn compute(
             inputs.push(Port { name: producer.name.clone(), kind, mutated: false });
         }
     }
+    let mut by_kind: Vec<usize> = (0..inputs.len()).collect();
+    by_kind.sort_by_key(|&k| g.nodes[input_pos[k]].is_weight());
+    let mut slots: Vec<Option<Port>> = inputs.into_iter().map(Some).collect();
+    let mut inputs: Vec<Port> = by_kind.iter().map(|&k| slots[k].take().expect("a permutation")).collect();
     let mut outputs = Vec::new();
     for &m in &region.members {
         if dag.users[m].iter().all(|&u| inside(u)) {
@@ -83,12 +89,13 @@ pub fn compute(
         permute(g, &mut inputs, &order.inputs);
         permute(g, &mut outputs, &order.outputs);
     }
+    let derived = derive_sizes(&mut inputs);
     // One boundary per region lives until the report: no spare capacity (a pushed-to Vec
     // holds room for four ports, most boundaries have one or two).
     inputs.shrink_to_fit();
     outputs.shrink_to_fit();
     readers.shrink_to_fit();
-    Ok(Boundary { inputs, outputs, readers })
+    Ok(Boundary { inputs, outputs, readers, derived })
 }
 
 /// Put ports in the order of the node positions `want` (a pattern's inputs or outputs). Ports
@@ -103,6 +110,50 @@ fn permute(g: &Graph, ports: &mut Vec<Port>, want: &[usize]) {
         }
     }
     ports.extend(rest.into_iter().flatten());
+}
+
+/// Take out the integer inputs that equal a dim of a tensor input (a `sym_size` that export
+/// computed outside the region): the plugin reads them from that input's shape.
+fn derive_sizes(inputs: &mut Vec<Port>) -> Vec<DerivedSize> {
+    let mut derived = Vec::new();
+    let dim_of = |e: &str, inputs: &[Port]| {
+        inputs.iter().find_map(|p| match &p.kind {
+            PortKind::Tensor { shape, .. } => shape.iter().position(|d| d == e).map(|dim| (p.name.clone(), dim)),
+            PortKind::SymInt { .. } => None,
+        })
+    };
+    let mut k = 0;
+    while k < inputs.len() {
+        let found = match &inputs[k].kind {
+            // A constant is not a size the shape carries symbolically.
+            PortKind::SymInt { expr } if expr.parse::<i64>().is_err() => dim_of(expr, inputs),
+            _ => None,
+        };
+        match found {
+            Some((input, dim)) => derived.push(DerivedSize { name: inputs.remove(k).name, input, dim }),
+            None => k += 1,
+        }
+    }
+    derived
+}
+
+/// Put the inputs in the order the user fixed (node names); both lists must name the same values.
+pub fn pin_inputs(b: &mut Boundary, order: &[String]) -> Result<(), String> {
+    let listed = |name: &str| order.iter().position(|o| o == name);
+    if let Some(p) = b.inputs.iter().find(|p| listed(&p.name).is_none()) {
+        return Err(format!(
+            "it reads `{}`, which lower_as(inputs=...) does not list; list every value the region reads",
+            p.name
+        ));
+    }
+    if let Some((k, name)) = order.iter().enumerate().find(|(_, o)| !b.inputs.iter().any(|p| &p.name == *o)) {
+        return Err(format!("lower_as(inputs=...) lists `{name}` (position {k}), which the region does not read"));
+    }
+    if order.len() != b.inputs.len() {
+        return Err("lower_as(inputs=...) lists a value twice".into());
+    }
+    b.inputs.sort_by_key(|p| listed(&p.name));
+    Ok(())
 }
 
 fn describe(v: &Value) -> &'static str {

@@ -10,6 +10,8 @@ pub struct Candidate {
     /// order, outputs in node order.
     pub order: Option<PortOrder>,
     pub verdict: Verdict,
+    /// Assertion nodes export left untagged that it absorbed (`regions::asserts`).
+    pub absorbed: Vec<usize>,
 }
 
 pub enum Verdict {
@@ -23,7 +25,7 @@ pub enum Verdict {
 
 impl Candidate {
     pub fn new(region: Region) -> Candidate {
-        Candidate { region, order: None, verdict: Verdict::Pending }
+        Candidate { region, order: None, verdict: Verdict::Pending, absorbed: Vec::new() }
     }
 
     pub fn boundary(&self) -> Option<&Boundary> {

@@ -4,6 +4,7 @@
 //! validation and boundary computation are shared by all of them. Each region travels through
 //! the pass as one `candidate::Candidate` (region, port order, verdict).
 
+pub mod asserts;
 pub mod boundary;
 pub mod candidate;
 pub mod collect;
@@ -75,4 +76,18 @@ pub struct Boundary {
     /// Positions of the outside nodes that read an output: the only nodes outlining rewires.
     #[serde(skip)]
     pub readers: Vec<usize>,
+    /// Symbolic sizes the region reads that are dims of its own tensor inputs: the plugin
+    /// derives them from the input's shape instead of taking them as inputs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<DerivedSize>,
+}
+
+/// A size read from outside that is dim `dim` of the tensor input `input`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DerivedSize {
+    /// The node producing the size (outside the region, e.g. `sym_size`).
+    pub name: String,
+    /// The tensor input it is a dim of (a node name).
+    pub input: String,
+    pub dim: usize,
 }

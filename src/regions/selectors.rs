@@ -48,8 +48,8 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
         }
         for (region, order) in f.regions {
             out.push(match order {
-                Ok(order) => Candidate { region, order: Some(order), verdict: Verdict::Pending },
-                Err(why) => Candidate { region, order: None, verdict: Verdict::Refused(why) },
+                Ok(order) => Candidate { order: Some(order), ..Candidate::new(region) },
+                Err(why) => Candidate { verdict: Verdict::Refused(why), ..Candidate::new(region) },
             });
         }
     }

@@ -211,7 +211,7 @@ fn validate(
     mutation_ok: bool,
 ) -> Result<Boundary, String> {
     if region.members.is_empty() {
-        return Err("it contains no operations".into());
+        return Err("it contains no operations: nothing traced inside the `with` block reached the graph (an empty block, or only Python arithmetic)".into());
     }
     if let Some(why) = own.overlaps.get(&r) {
         return Err(why.clone());

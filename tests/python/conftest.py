@@ -1,6 +1,60 @@
+import importlib.util
 import os
 import sys
+
+import pytest
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 if FIXTURES not in sys.path:
     sys.path.insert(0, FIXTURES)
+
+# Test modules that import an optional package at the top, with the marker each package gives
+# them. Every test of such a module carries the marker, so `-m "not transformers"` deselects it
+# where the package is missing (the torch-version environments). A module whose package is
+# missing is collected as one test that fails saying so: a run that selects it never passes
+# without it, and never skips.
+NEEDS = {
+    "test_aot_cutile.py": {"cutile": "cuda.tile"},
+    "test_aot_cutedsl.py": {"cutedsl": "cutlass"},
+    "test_selectors_modules.py": {"transformers": "transformers", "torchvision": "torchvision"},
+    "test_selectors_patterns.py": {"transformers": "transformers"},
+}
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
+class _Missing(pytest.Item):
+    def __init__(self, *, missing: list[str], **kw):
+        super().__init__(**kw)
+        self.missing = missing
+
+    def runtest(self):
+        raise ImportError(f"{self.path.name} needs {', '.join(self.missing)}; deselect it with -m \"not ...\" where that is missing")
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name} (needs {', '.join(self.missing)})"
+
+
+class _Unimportable(pytest.File):
+    """A test module whose optional package is missing: not imported, one failing test."""
+
+    def collect(self):
+        missing = [m for m in NEEDS[self.path.name].values() if _missing(m)]
+        yield _Missing.from_parent(self, name="needs", missing=missing)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if any(_missing(m) for m in NEEDS.get(module_path.name, {}).values()):
+        return _Unimportable.from_parent(parent, path=module_path)
+    return None
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for marker in NEEDS.get(item.path.name, {}):
+            item.add_marker(marker)

@@ -61,7 +61,9 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
     for k in kernels:
         ptx = k.code.decode()
         module = core.ptx_parse(ptx)
-        assert module.version == k.ptx_version == "9.0"  # capped for a CUDA 13.0 driver
+        # Never newer than a CUDA 13.0 driver JITs: capped there, lower where Triton's ptxas is older.
+        assert module.version == k.ptx_version
+        assert tuple(map(int, k.ptx_version.split("."))) <= (9, 0), k.ptx_version
         # Nothing in these kernels is Hopper-specific, so the target carries no "a" suffix.
         assert module.target[0] == "sm_90" and k.meta["arch_specific"] is None
         (entry,) = [e for e in module.entries if e.name == k.entry]

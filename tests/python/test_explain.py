@@ -4,6 +4,7 @@ clear error when Graphviz is missing."""
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,7 +76,8 @@ def test_table_has_every_column_for_outlined_and_refused_regions(text):
     assert refused["op"] == "-"
     assert refused["source"].endswith("explain_model.py:40")
     status = refused["status"].replace("\n", " ")
-    assert status.startswith("REFUSED: meta_impl output 0 has shape [s") and "region output `mul_1`" in status
+    # fx numbers nodes differently across torch versions: `mul_1`, `mul_8`, ...
+    assert re.fullmatch(r"REFUSED: meta_impl output 0 has shape \[s\d+\] but region output `mul_\d+` has shape \[s\d+, 64\]", status), status
     assert refused["inputs"].splitlines() == [p for p in refused["inputs"].splitlines() if ": float32[" in p]
     assert refused["backend"] == "triton launch_rmsnorm BLOCK=1024 eps=1e-06"
 
@@ -122,6 +124,8 @@ def test_svg_has_a_cluster_per_region_and_the_plugin_node(program, tmp_path):
     assert "outlined" in nodes["r1"] and "explain_model.py:43" in nodes["r1"]
     # Every op of the graph is drawn (nothing to collapse in so small a graph).
     for n in program.graph.nodes:
+        if "tta_marker" in str(n.target):
+            continue  # lower_as's region markers: tta.rewrite takes them out before the pass
         assert n.name in nodes.values() or any(v.split()[0] == n.name for v in nodes.values()), n.name
     edges = {t for (cls, t) in groups if cls == "edge"}
     assert "p1&#45;&gt;r1" in edges or "p1->r1" in edges

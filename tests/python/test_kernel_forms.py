@@ -155,3 +155,35 @@ def test_heuristic_of_a_dynamic_dim_is_refused():
     # With the dim static in the signature the heuristic is a constant.
     (k,) = compile_specs([spec], [TensorType.make(torch.float32, [64])], _same, cache=False, progress=False)
     assert k.meta["constexprs"]["BLOCK"] == 64
+
+
+class _Gated(torch.nn.Module):
+    """Regions backed by the Liger SwiGLU kernel and the autotuned kernel, through the public API."""
+
+    def __init__(self, swiglu, axpy):
+        super().__init__()
+        self.swiglu, self.axpy = swiglu, axpy
+        self.gate, self.up = torch.nn.Linear(16, 1000), torch.nn.Linear(16, 1000)
+
+    def forward(self, x):
+        a, b = self.gate(x), self.up(x)
+        with tta.lower_as(self.swiglu):
+            h = torch.nn.functional.silu(a) * b
+        with tta.lower_as(self.axpy):
+            return h * 0.5 + b
+
+
+def test_library_and_autotuned_kernels_through_rewrite_and_compile_kernels():
+    sw, ax = by_name("triton_liger_swiglu"), by_name("triton_autotuned_axpy")
+    swiglu = tta.custom_plugin(kernel=tta.triton(sw.launch_fn, configs=list(sw.configs)), meta_impl=sw.meta, name="liger_swiglu_api")
+    axpy = tta.custom_plugin(kernel=tta.triton(ax.launch_fn), meta_impl=ax.meta, name="autotuned_axpy_api")
+    x = torch.randn(2, 3, 16)
+    ep = torch.export.export(_Gated(swiglu, axpy), (x,), dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=64)},))
+    result = tta.rewrite(ep.run_decompositions())
+    kernels = result.compile_kernels(sm=90, cache=False, pool="serial", progress=False)
+    by_op = {op: ks for op, ks in kernels.items()}
+    assert sorted(len(ks) for ks in by_op.values()) == [1, 3]
+    (sk,) = [ks for ks in by_op.values() if len(ks) == 1][0]
+    assert sk.meta["baked"]["gate_multiplier"] == 1.0 and sk.extras == ()
+    tuned = [ks for ks in by_op.values() if len(ks) == 3][0]
+    assert [dict(k.config)["num_warps"] for k in tuned] == [2, 4, 8]

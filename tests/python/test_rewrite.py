@@ -162,7 +162,7 @@ def test_nested_lower_as_names_both_lines():
 
 def test_nested_under_strict_export_refuses_both_regions():
     _, ep = export("nested", strict=True)
-    res = tta.rewrite(ep)
+    res = tta.rewrite(ep, on_refused="keep")
     assert len(res.refused) == 2 and not res.outlined
     for r in res.refused:
         assert "may not nest or overlap" in r.reason
@@ -170,7 +170,7 @@ def test_nested_under_strict_export_refuses_both_regions():
 
 def test_inplace_op_is_refused_with_its_source_line():
     _, ep = export("inplace", decompose=False)
-    res = tta.rewrite(ep)
+    res = tta.rewrite(ep, on_refused="keep")
     (r,) = res.refused
     assert "mul_" in r.reason and "writes its input in place" in r.reason
     assert re.search(r"models\.py:\d+", r.reason), r.reason
@@ -191,7 +191,7 @@ def test_declared_mutation_is_outlined_with_a_mutable_schema():
             return z
 
     x = torch.randn(3, 5)
-    res = tta.rewrite(torch.export.export(M(), (x,)))
+    res = tta.rewrite(torch.export.export(M(), (x,)), on_refused="keep")
     (node,) = tta_nodes(res.program.graph_module)
     assert "Tensor(a0!)" in str(node.target._schema)
     torch.testing.assert_close(res.program.module()(x), M()(x))
@@ -206,7 +206,7 @@ def test_meta_impl_disagreeing_with_region_is_refused():
                 return torch.relu(x + y)
 
     x = torch.randn(4, 8)
-    res = tta.rewrite(torch.export.export(M(), (x, torch.randn(4, 8))))
+    res = tta.rewrite(torch.export.export(M(), (x, torch.randn(4, 8))), on_refused="keep")
     (r,) = res.refused
     assert "meta_impl output 0 has shape [4, 1]" in r.reason, r.reason
 
@@ -223,7 +223,7 @@ def test_meta_impl_that_raises_is_reported():
                 return x * y
 
     x = torch.randn(4, 8)
-    (r,) = tta.rewrite(torch.export.export(M(), (x, torch.randn(4, 8)))).refused
+    (r,) = tta.rewrite(torch.export.export(M(), (x, torch.randn(4, 8))), on_refused="keep").refused
     assert "ValueError: nope" in r.reason
 
 
@@ -236,7 +236,7 @@ def test_meta_arity_mismatch_is_refused():
                 return x * y
 
     x = torch.randn(4, 8)
-    (r,) = tta.rewrite(torch.export.export(M(), (x, torch.randn(4, 8)))).refused
+    (r,) = tta.rewrite(torch.export.export(M(), (x, torch.randn(4, 8))), on_refused="keep").refused
     assert "takes 1 input(s) but the region reads 2" in r.reason
 
 
@@ -250,7 +250,7 @@ def test_region_reading_a_tuple_is_refused_with_a_hint():
                 return x - parts[1]
 
     x = torch.randn(4, 8)
-    res = tta.rewrite(torch.export.export(M(), (x,)))
+    res = tta.rewrite(torch.export.export(M(), (x,)), on_refused="keep")
     assert res.outlined or "tuple" in res.refused[0].reason
 
 
@@ -282,7 +282,7 @@ def test_unregistered_impl_key_is_refused():
         for k in list(n.meta.get("custom", {})):
             if k.startswith("tta_region:"):
                 n.meta["custom"][k] = {"impl": "ghost@0000000000", "source": None}
-    (r,) = tta.rewrite(ep).refused
+    (r,) = tta.rewrite(ep, on_refused="keep").refused
     assert "ghost@0000000000" in r.reason and "not registered" in r.reason
 
 

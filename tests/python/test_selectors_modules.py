@@ -55,7 +55,7 @@ def test_non_decomposed_llama_norms_are_refused_with_the_reason():
     # Without run_decompositions, `hidden_states.to(float32)` stays as an aliasing node that the
     # residual connection reads: the module has two outputs, and its 1-output impl refuses it.
     model, args, kwargs, ep = sm.export(sm.llama, decompose=False)
-    res = tta.lower_modules(ep, {LlamaRMSNorm: sm.rmsnorm})
+    res = tta.lower_modules(ep, {LlamaRMSNorm: sm.rmsnorm}, on_refused="keep")
     assert len(res.refused) == 4 and [r.id for r in res.outlined] == ["module:model.norm"], str(res)
     for r in res.refused:
         assert "returns 1 output(s) but the region produces 2" in r.reason
@@ -105,7 +105,7 @@ def test_module_regions_overlapping_annotations_are_refused():
     model = _Two()
     x = torch.randn(4, 8)
     ep = torch.export.export(model, (x,), strict=False).run_decompositions()
-    res = tta.lower_modules(ep, {"a": sm.rmsnorm})
+    res = tta.lower_modules(ep, {"a": sm.rmsnorm}, on_refused="keep")
     refused = {r.id: r.reason for r in res.refused}
     assert "module:a" in refused and len(refused) == 2, str(res)
     assert all("may not nest or overlap" in why for why in refused.values())

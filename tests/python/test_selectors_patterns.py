@@ -69,7 +69,7 @@ def test_decomposed_or_not_is_explicit(llama_decomposed):
     assert any("occurs nowhere" in str(w.message) for w in caught)
     # On the raw graph the raw form is found; four of five occurrences leak the aliasing
     # `to` node to the residual add and are refused with that reason.
-    res = sel[None].apply(raw)
+    res = sel[None].apply(raw, on_refused="keep")
     assert len(res.outlined) == 1 and len(res.refused) == 4, str(res)
     assert all("is also read by" in r.reason and "outside the occurrence" in r.reason for r in res.refused)
 
@@ -148,7 +148,7 @@ def test_pattern_port_order_and_overlaps(llama_decomposed):
     sm.assert_same_outputs(model, args, kwargs, res)
 
     # A module selector and a pattern choosing the same ops: both refused, the rest outlined.
-    res = tta.lower_modules(ep, {"model.norm": sm.rmsnorm}, selectors=[tta.lower_pattern(rmsnorm_fn, sm.rmsnorm, example_rms())])
+    res = tta.lower_modules(ep, {"model.norm": sm.rmsnorm}, selectors=[tta.lower_pattern(rmsnorm_fn, sm.rmsnorm, example_rms())], on_refused="keep")
     refused = sorted(r.id for r in res.refused)
     assert refused == ["module:model.norm", "pattern:rmsnorm_fn:4"], str(res)
     assert len(res.outlined) == 4

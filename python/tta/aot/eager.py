@@ -31,22 +31,44 @@ def _output_shapes(plugin, inputs: Sequence[torch.Tensor], body: Callable | None
 def launch(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple[torch.Tensor, ...] | None:
     """Run the plugin's kernel on ``inputs``; None when it cannot run here (the caller falls
     back to the region body). Never runs on CPU tensors."""
+    return run(plugin, inputs, body)[0]
+
+
+def why_not(plugin, inputs: Sequence[Any]) -> str | None:
+    """Why the plugin's kernel cannot run on ``inputs`` at all, or None when it may."""
+    if not plugin.kernels:
+        return "the plugin has no kernel"
     if not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
-        return None  # launch functions take tensors only
-    if any(t.device.type != "cuda" for t in inputs) or len({t.device for t in inputs}) != 1:
-        return None
-    spec = next((s for s in plugin.kernels if installed(s.backend)), None)
-    if spec is None:
-        return None
+        return "launch functions take tensors only, and the op has integer inputs"
+    devices = {t.device for t in inputs}
+    if len(devices) != 1:
+        return f"the inputs are on several devices ({', '.join(sorted(map(str, devices)))})"
+    device = next(iter(devices))
+    if device.type != "cuda":
+        return f"the inputs are on {device.type}, the kernels run on CUDA"
+    if not any(installed(s.backend) for s in plugin.kernels):
+        backends = ", ".join(sorted({s.backend for s in plugin.kernels}))
+        return f"no kernel DSL of the plugin is installed ({backends})"
+    return None
+
+
+def run(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple[tuple[torch.Tensor, ...] | None, str | None]:
+    """``(outputs, None)`` from the plugin's kernel, or ``(None, why)`` when it cannot run (the
+    ``tta::<op>`` eager impl then runs the region body and records why)."""
+    why = why_not(plugin, inputs)
+    if why is not None:
+        return None, why
+    spec = next(s for s in plugin.kernels if installed(s.backend))
     shapes = _output_shapes(plugin, inputs, body)
     if shapes is None:
-        return None
+        return None, "the output shapes are unknown (no meta_impl and no region body)"
     device = inputs[0].device
     # Kernels read and write dense buffers (what TensorRT hands them).
     args = [t.contiguous() for t in inputs]
     outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in shapes]
     with torch.cuda.device(device):
-        return launch_first_fitting(spec, args, outs)
+        outs = launch_first_fitting(spec, args, outs)
+    return (outs, None) if outs is not None else (None, f"every config of {spec.identity} refused these sizes")
 
 
 def launch_first_fitting(spec, args: Sequence[torch.Tensor], outs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...] | None:

@@ -28,7 +28,7 @@ def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: b
 
 
 def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str) -> tuple[ExportedProgram, BackendReport]:
-    result = rewrite(_export(model, example_inputs, dynamic_shapes, strict), selectors=selectors)
+    result = rewrite(_export(model, example_inputs, dynamic_shapes, strict), selectors=selectors, on_refused="keep")  # refused: the error below
     if result.refused:
         # A region the user marked and tta cannot lower is an error, never a quiet fallback.
         raise PluginError(f"tta.compile(backend={backend!r}): {len(result.refused)} region(s) refused\n{result.report_text}")

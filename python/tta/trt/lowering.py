@@ -56,7 +56,11 @@ def current_session() -> Session | None:
 
 
 def has_regions(gm: torch.fx.GraphModule) -> bool:
+    from ..markers import REGION
+
     for n in gm.graph.nodes:
+        if n.target is REGION:  # a lower_as entry, even one that traced nothing
+            return True
         custom = n.meta.get("custom")
         if custom and any(k.startswith(TAG_PREFIX) for k in custom):
             return True
@@ -87,7 +91,7 @@ def outline_regions(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphMo
     with _selectors_lock:
         selectors = session.selectors if session is not None else (list(_selectors) or None)
     if selectors or has_regions(gm):
-        result = rewrite(gm, selectors=selectors)
+        result = rewrite(gm, selectors=selectors, on_refused="keep")  # refused: the error below
         if result.refused:
             lines = "\n".join(f"  region {r.id} at {r.source or '?'}: {r.reason}" for r in result.refused)
             raise PluginError(f"tta: {len(result.refused)} region(s) cannot be lowered to TensorRT plugins:\n{lines}")

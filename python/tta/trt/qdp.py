@@ -286,15 +286,16 @@ def _values_key(values: dict) -> tuple:
 
 
 def with_arguments(spec: Any, values: dict) -> Any:
-    """``spec`` with ``values`` (the op's non-tensor arguments) merged into every config, so the
-    launch function gets them as keywords and each value set is its own compiled kernel."""
+    """``spec`` whose launch function also gets ``values`` (the op's non-tensor arguments) as
+    keywords with every config, so each value set is its own compiled kernel (the values are
+    part of the spec's identity, hence of the compile cache key)."""
     import dataclasses
 
     if not values:
         return spec
-    frozen = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    configs = tuple(tuple(sorted({**dict(c), **frozen}.items())) for c in spec.configs)
-    return dataclasses.replace(spec, configs=configs)
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items()))
+    shown = ",".join(f"{k}={v!r}" for k, v in frozen)
+    return dataclasses.replace(spec, arguments=frozen, identity=f"{spec.identity}({shown})")
 
 
 def _combo_of(where: str, combos, input_dtypes: tuple) -> tuple:

@@ -404,3 +404,37 @@ def test_seed_rfc_example(builds):
     assert tuple(build.network.outputs[0].shape) == (-1, 3, 10, 10)
     (k,) = _built_kernels(call).values()
     assert k.launch_values([(2, 3, 8, 8)])["grid_x"] == -(-2 * 3 * 10 * 10 // 256)
+
+
+# -- an autotuned kernel: the decorator's configs are the tactics, the op's arguments still arrive --
+
+_lib_at = torch.library.Library("tta_autotuned", "FRAGMENT")
+_lib_at.define("scaled_add(Tensor x, Tensor y, *, float scale) -> Tensor")
+_lib_at.impl("scaled_add", lambda x, y, *, scale: x * scale + y, "CompositeExplicitAutograd")
+torch.library.register_fake("tta_autotuned::scaled_add", lambda x, y, *, scale: torch.empty_like(x), lib=_lib_at)
+
+
+from tta.examples.kernels.autotuned import axpy_kernel  # noqa: E402
+
+
+def launch_scaled_add(x, y, out, *, scale):
+    n = out.numel()
+    axpy_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"] * meta["UNROLL"]),)](x, y, out, n, scale)
+
+
+def test_autotuned_kernel_gets_the_op_arguments(builds):
+    spec = tta.triton(launch_scaled_add)
+    assert spec.autotuned and len(spec.configs) == 3
+    tta.custom_op("tta_autotuned::scaled_add", kernel=spec)
+
+    class M(nn.Module):
+        def forward(self, x, y):
+            return torch.ops.tta_autotuned.scaled_add(x, y, scale=0.25), torch.ops.tta_autotuned.scaled_add(x, y, scale=4.0)
+
+    x, y = torch.randn(4, 100), torch.randn(4, 100)
+    _compile(M(), (x, y))
+    quarter, four = (_built_kernels(c) for c in _plugin_calls(builds))
+    assert len(quarter) == len(four) == 3  # one tactic per triton.Config
+    # The scale is compiled into each call site's kernels: same tactics, different code.
+    assert sorted(quarter) == sorted(four)
+    assert all(quarter[t].code != four[t].code for t in quarter)
