@@ -184,3 +184,9 @@ def test_docs_example_is_a_picture_of_the_fixture_model():
     assert {t for (cls, t) in groups if cls == "cluster"} == {"cluster_r0", "cluster_r1"}
     nodes = {t: txt for (cls, t), txt in groups.items() if cls == "node"}
     assert "REFUSED: meta_impl output 0" in nodes["r0"] and nodes["p1"].startswith("tta::fused_add_relu_")
+
+
+def test_a_cap_below_one_node_is_refused(capsys):
+    fixture = os.path.join(HERE, "..", "fixtures", "residual_add_relu.json")
+    assert cli.main(["explain", fixture, "--max-nodes", "-3"]) == 2
+    assert capsys.readouterr().err == "tta explain: error: max_nodes must be a positive number of nodes, got -3\n"
