@@ -205,6 +205,8 @@ def render_svg(dot_text: str, path: str | os.PathLike) -> None:
 def explain_outcome(outcome: core.Outcome, graph_json: str, kernels: Mapping[str, Sequence[KernelInfo]] | None,
                     svg: str | os.PathLike | None = None, max_nodes: int = 300) -> str:
     """The report of an outlined pass result; with ``svg``, also the picture at that path."""
+    if not isinstance(max_nodes, int) or max_nodes < 1:
+        raise TTAError(f"max_nodes must be a positive number of nodes, got {max_nodes!r}")
     text = report_text(outcome, kernels)
     if svg is not None:
         render_svg(outcome.dot(graph_json, max_nodes, _base_dir()), svg)

@@ -11,7 +11,7 @@ use super::report::{RegionReport, Status};
 use crate::error::Result;
 use crate::graph::{self, Dag, Graph, Node, OpKind, Value};
 use petgraph::visit::EdgeRef;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 #[derive(Clone, Debug)]
@@ -39,9 +39,8 @@ enum Unit {
 
 /// DOT text of `g` (the graph before the rewrite) with the regions of `report`.
 pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<String> {
-    let verified = graph::verify::verify(g)?;
-    let dag = Dag::from_inputs(verified.inputs);
-    let index: HashMap<&str, usize> = g.nodes.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+    let graph::verify::Verified { index, inputs } = graph::verify::verify(g)?;
+    let dag = Dag::from_inputs(inputs);
     let mut region_of: Vec<Option<usize>> = vec![None; g.nodes.len()];
     for (r, rep) in report.iter().enumerate() {
         for name in &rep.nodes {

@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 import tta
+from tta import eager_stats
 from tta.gpu import models
 
 pytestmark = pytest.mark.gpu
@@ -65,6 +66,7 @@ def test_eager_rewritten(name, dtype):
     result = tta.rewrite(ep)
     assert len(result.outlined) == case.n_regions and not result.refused, str(result)
     run = result.program.module()
+    eager_stats.reset()
     with torch.no_grad():
         for b in BATCHES:
             x = case.inputs(b, dtype, "cuda")
@@ -73,6 +75,8 @@ def test_eager_rewritten(name, dtype):
             _check_close(case, dtype, out["y"], model(*x), f"{name} eager-rewritten batch {b}")
             for k in case.kernels:
                 assert _ran(k, names), f"{k} did not run; CUDA kernels: {sorted(names)}"
+    paths = eager_stats.eager_paths()
+    assert paths and all(set(p) == {"kernel"} for p in paths.values()), paths  # never the region body
 
 
 @pytest.mark.parametrize("name,dtype", CASES, ids=IDS)
@@ -83,11 +87,13 @@ def test_inductor(name, dtype):
     compiled = tta.compile(model, example, case.dynamic_shapes(), backend="inductor")
     report = compiled.tta_report
     assert len(report.regions) == case.n_regions and all(r.user_kernel for r in report.regions), str(report)
-    with torch.no_grad():
+    # Caches off: a cache hit would skip the code generation whose output is checked here.
+    with torch.no_grad(), torch._inductor.config.patch(force_disable_caches=True):
         _, code = run_and_get_code(compiled, *example)
-        text = "\n".join(code)
-        for k in case.kernels:
-            assert k in text, f"{k} is not in Inductor's generated code"
+    text = "\n".join(code)
+    for k in case.kernels:
+        assert k in text, f"{k} is not in Inductor's generated code"
+    with torch.no_grad():
         for b in BATCHES:
             x = case.inputs(b, dtype, "cuda")
             out = {}

@@ -222,3 +222,25 @@ def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
     assert len(calls) == 1
     args = {**kernel_side_table.get_constant_args(calls[0].kwargs["constant_args_idx"]), **calls[0].kwargs["kwargs"]}
     assert args["BLOCK"] == block, args
+
+
+_NO_TRT = textwrap.dedent(
+    """
+    import sys, torch, tta
+    plugin = tta.custom_plugin(meta_impl=lambda x, y: x.new_empty(x.shape), name="add_relu_no_trt")
+    class Block(torch.nn.Module):
+        def forward(self, x, y):
+            with tta.lower_as(impl=plugin):
+                return torch.relu(x + y)
+    x, y = torch.randn(2, 8), torch.randn(2, 8)
+    torch.testing.assert_close(tta.compile(Block(), (x, y), backend="inductor")(x, y), torch.relu(x + y))
+    assert not any(m.startswith(("torch_tensorrt", "tensorrt", "tta.trt")) for m in sys.modules), sorted(sys.modules)
+    print("OK")
+    """
+)
+
+
+def test_the_inductor_backend_never_imports_tensorrt():
+    env = dict(os.environ, PYTHONPATH=PYTHON)
+    r = subprocess.run([sys.executable, "-c", _NO_TRT], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
