@@ -24,7 +24,9 @@ step "demo (newest torch)" .venv/bin/python examples/demo.py
 # What the older environments lack: Torch-TensorRT (2.11), transformers, torchvision, cuTile, CuTeDSL.
 CORE="not gpu and not trt and not transformers and not torchvision and not cutile and not cutedsl"
 for venv in .venv-torch2.11 .venv-torch2.14; do
-  step "pytest core ($venv)" "$venv/bin/python" -m pytest -m "$CORE" -q -p no:cacheprovider tests/python
+  # test_gpu_backends (GPU only) fails to collect after the other modules on Triton 3.6 and 3.8.
+  step "pytest core ($venv)" "$venv/bin/python" -m pytest -m "$CORE" -q -p no:cacheprovider tests/python \
+    --ignore=tests/python/test_gpu_backends.py
   step "demo ($venv)" "$venv/bin/python" examples/demo.py
 done
 step "pytest -m trt (Torch-TensorRT 2.14, tensorrt.plugin 11.1 and 11.4 over the stand-in)" \
