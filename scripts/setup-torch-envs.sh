@@ -28,11 +28,14 @@ PYEOF
 }
 
 make_env .venv-torch2.11 "torch==2.11.*" numpy "pytest>=8"
+# The Liger example kernels (plain Triton); --no-deps keeps each environment's torch and triton.
+.venv-torch2.11/bin/python -m pip install -q --no-deps liger-kernel
 
 TRT_OLD=11.1.0.106   # Torch-TensorRT 2.14's pin
 TRT_NEW=11.4.0.106   # the newest tensorrt.plugin package
 make_env .venv-torch2.14 "torch==2.14.*" numpy "pytest>=8" "packaging>=23" dllist psutil
 D=.venv-torch2.14
+"$D/bin/python" -m pip install -q --no-deps liger-kernel
 SITE=$("$D/bin/python" -c 'import site; print(site.getsitepackages()[0])')
 # --no-deps: torch-tensorrt would pull tensorrt-cu13 and its native libraries, which
 # the registry serves but which need a GPU driver to load; only the Python layers are used.
