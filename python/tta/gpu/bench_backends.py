@@ -17,25 +17,9 @@ import torch
 
 import tta
 from tta.gpu import models
+from tta.gpu.bench import gpu_ms
 
 BATCH = {"residual": 256, "llama": 4, "attention": 4}
-
-
-def _time_ms(fn, reps: int) -> float:
-    """Median of ``reps`` timed calls (CUDA events), after warm-up."""
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def _max_err(out, ref) -> float:
@@ -60,7 +44,7 @@ def bench_case(case: models.Case, dtype: torch.dtype, reps: int, workdir: str, a
         ref = model(*x)
         for name, fn in variants.items():
             err = _max_err(fn(*x), ref)  # also the first (compiling) call
-            row[name] = (_time_ms(lambda: fn(*x), reps), err)
+            row[name] = (gpu_ms(lambda: fn(*x), iters=1, repeats=reps), err)  # median of single calls
     row["_compile_s"] = compile_s
     row["_regions"] = str(variants["tta+inductor"].tta_report)
     return row
