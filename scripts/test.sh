@@ -19,7 +19,7 @@ step "setup .venv" bash scripts/setup.sh
 step "setup .venv-torch2.11 .venv-torch2.14" bash scripts/setup-torch-envs.sh
 # The PTX tests assemble and disassemble with the CUDA tools setup installed; insist on them.
 step "cargo test" env TTA_REQUIRE_TOOLS=1 cargo test --all-targets --quiet
-step "pytest (CPU, newest torch)" .venv/bin/python -m pytest -m "not gpu and not trt" -q -p no:cacheprovider "$@"
+step "pytest (CPU, newest torch)" env TTA_REQUIRE_TOOLS=1 .venv/bin/python -m pytest -m "not gpu and not trt" -q -p no:cacheprovider "$@"
 step "demo (newest torch)" .venv/bin/python examples/demo.py
 # What the older environments lack: Torch-TensorRT (2.11), transformers, torchvision, cuTile, CuTeDSL.
 CORE="not gpu and not trt and not transformers and not torchvision and not cutile and not cutedsl"
