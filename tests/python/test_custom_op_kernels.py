@@ -14,7 +14,13 @@ import pytest
 
 # TRITON_INTERPRET must be set before triton is imported: a child process.
 _INTERPRET = r"""
-import json, torch
+import importlib.util, json, sys, torch
+# Where Torch-TensorRT is installed (.venv-torch2.14), tta.trt imports it, which needs TensorRT's
+# native library: put the project's stand-in for it in place first, as the TensorRT tests do.
+if importlib.util.find_spec("torch_tensorrt") is not None:
+    sys.path.insert(0, sys.argv[1])
+    import trt_standin
+    trt_standin.install()
 from tta.examples import custom_ops as co
 from tta.trt.custom_op_schema import signature
 
@@ -57,7 +63,8 @@ print(json.dumps(rows))
 @pytest.fixture(scope="module")
 def interpreted():
     env = dict(os.environ, TRITON_INTERPRET="1")
-    r = subprocess.run([sys.executable, "-c", _INTERPRET], env=env, capture_output=True, text=True, timeout=600)
+    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _INTERPRET, tests_dir], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
