@@ -15,6 +15,7 @@ if FIXTURES not in sys.path:
 # without it, and never skips.
 NEEDS = {
     "test_aot_cutile.py": {"cutile": "cuda.tile"},
+    "test_cutile_ptx.py": {"cutile": "cuda.tile"},
     "test_aot_cutedsl.py": {"cutedsl": "cutlass"},
     "test_selectors_modules.py": {"transformers": "transformers", "torchvision": "torchvision"},
     "test_selectors_patterns.py": {"transformers": "transformers"},

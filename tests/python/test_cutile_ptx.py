@@ -6,13 +6,11 @@ import dataclasses
 import pytest
 import torch
 
-pytest.importorskip("cuda.tile")
-
-from tta import core  # noqa: E402
-from tta.aot.compile import compile_specs  # noqa: E402
-from tta.aot.cutile_ptx import ptx_variant  # noqa: E402
-from tta.errors import PluginError  # noqa: E402
-from tta.examples.kernels import by_name  # noqa: E402
+from tta import core
+from tta.aot.compile import compile_specs
+from tta.aot.cutile_ptx import ptx_variant
+from tta.errors import PluginError
+from tta.examples.kernels import by_name
 
 
 @pytest.mark.parametrize("name", ["cutile_add_relu", "cutile_rmsnorm"])
