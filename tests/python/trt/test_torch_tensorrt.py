@@ -30,30 +30,19 @@ torch_tensorrt_env.patch_runtime()
 
 import tta  # noqa: E402
 import tta.trt  # noqa: E402
-from tta.examples.kernels import add_relu, rmsnorm as rms_kernel  # noqa: E402
+from tta.examples.kernels import rmsnorm as rms_kernel  # noqa: E402
+# The seed's example (annotation-pr.txt), as the GPU end-to-end runs use it.
+from tta.gpu.models import ADD_RELU as fused_add_relu, ResidualBlock  # noqa: E402
 from tta.trt import qdp  # noqa: E402
 
 # Torch-TensorRT reads torch.cuda.mem_get_info() unless modules are offloaded to the CPU.
 SETTINGS = {"offload_module_to_cpu": True}
 
-fused_add_relu = tta.custom_plugin(
-    kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}, {"BLOCK": 2048, "num_warps": 8}]),
-    meta_impl=lambda x, y: x.new_empty(x.shape),
-    name="fused_add_relu",
-)
 rmsnorm = tta.custom_plugin(
     kernel=tta.triton(rms_kernel.launch_rmsnorm, configs=[{"BLOCK": 1024, "eps": 1e-6}]),
     meta_impl=lambda x, w: x.new_empty(x.shape),
     name="rmsnorm",
 )
-
-
-class ResidualBlock(nn.Module):
-    """The seed's example (annotation-pr.txt)."""
-
-    def forward(self, x, y):
-        with tta.lower_as(impl=fused_add_relu):
-            return torch.relu(x + y)
 
 
 def _line_of(fn, text: str) -> str:
