@@ -9,6 +9,7 @@ then hand the copy out. ``find_regions`` and ``lower_modules`` run the same pass
 from __future__ import annotations
 
 import contextlib
+import json
 import copy
 import operator
 import threading
@@ -212,14 +213,11 @@ def _weight_names(program: Any) -> frozenset[str]:
 
 
 def _document(g: torch.fx.Graph, weights: frozenset[str] = frozenset(),
-              declared: dict[str, dict] | None = None) -> tuple[dict, graph.Serializer]:
+              declared: dict[str, dict] | None = None) -> tuple[str, graph.Serializer]:
+    """The graph JSON text the pass reads. A region whose `with` block traced nothing has a
+    marker but no tagged node: it is declared too, and the pass refuses it as empty."""
     serializer = graph.Serializer(weights, declared)
-    doc = serializer.graph_to_dict(g)
-    # A region whose `with` block traced nothing has a marker but no tagged node: declare it,
-    # and the pass refuses it as empty.
-    for rid, decl in (declared or {}).items():
-        doc.setdefault("regions", {}).setdefault(rid, decl)
-    return doc, serializer
+    return serializer.graph_json(g, declare_all=True), serializer
 
 
 def graph_document(program: Any, caller: str) -> dict:
@@ -227,18 +225,16 @@ def graph_document(program: Any, caller: str) -> dict:
     markers taken out, weights and marker declarations in)."""
     g = _copy_graph(_graph_of(program, caller))
     found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
-    return _document(g, _weight_names(program), markers.declared(found))[0]
+    return json.loads(_document(g, _weight_names(program), markers.declared(found))[0])
 
 
 def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
              declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
     """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
     ``declared`` (from the region markers) are what the graph alone does not say."""
-    doc, serializer = _document(g, weights, declared)
-    graph_json = graph.dumps(doc)
+    graph_json, serializer = _document(g, weights, declared)
     selectors_doc, selector_impls = _selectors.encode(selectors, g)
-    impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | selector_impls)
-    del doc
+    impls = declarations({r["impl"] for r in serializer.regions.values()} | selector_impls)
     return core.analyze(graph_json, impls, selectors_doc), serializer
 
 
@@ -295,7 +291,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
         _apply(g, root, outcome.edits, outcome.moves, summary)
     lap("apply")
     if check == "full":
-        outcome.check_matches(graph.dumps(graph.Serializer(weights, declared).graph_to_dict(g)))
+        outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
     elif check:
         outcome.check_delta(serializer.delta(g))
     lap("check")
