@@ -222,6 +222,8 @@ def value_text(v: Any) -> str:
             if key is not None:
                 _VAL_TEXT[key] = hit
         return hit
+    if type(v) is tuple or type(v) is list:
+        return "[" + ",".join([value_text(x) for x in v]) + "]"
     return _json(encode_value(v))
 
 
@@ -232,9 +234,30 @@ def arg_text(a: Any) -> str:
     t = type(a)
     if t is int:
         return str(a)
+    if t is float and a - a == 0:  # finite: JSON's own float text
+        return float.__repr__(a)
     if t is tuple or t is list:
         return "[" + ",".join([arg_text(x) for x in a]) + "]"
-    return _json(encode_arg(a))
+    if a is None:
+        return "null"
+    if t is str:
+        return _text(a)
+    if t is bool:
+        return "true" if a else "false"
+    try:
+        hit = _LITERAL_TEXT.get((t, a))
+    except TypeError:
+        return _json(encode_arg(a))
+    if hit is None:
+        hit = _json(encode_arg(a))
+        if t in _CACHED_LITERALS:
+            _LITERAL_TEXT[(t, a)] = hit
+    return hit
+
+
+# dtypes, devices, layouts and memory formats recur on many nodes.
+_CACHED_LITERALS = frozenset((torch.dtype, torch.device, torch.layout, torch.memory_format))
+_LITERAL_TEXT: dict[tuple, str] = {}
 
 
 # Per-target facts never change; shared by every serializer in the process. Keyed by id():
@@ -263,6 +286,7 @@ class Serializer:
         self._heads: dict[int, tuple] = {}
         self._vals: dict[int, tuple[Any, str]] = {}
         self._stacks: dict[int, tuple[dict, str]] = {}
+        self._stack_texts: dict[tuple, str] = {}
         self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, str]] = {}
         self.regions: dict[str, dict] = {}
         self._weights = weights
@@ -307,6 +331,25 @@ class Serializer:
         tail = (',"mutates":' + _json(info.writes) if info.writes else "") + (',"aliases":true' if info.aliases else "")
         return (target, op, ',"op":"' + op + '","target":' + _text(info.name), tail)
 
+    def _stack_text(self, stack: dict) -> str:
+        # Export gives every node its own copy of the stack: look it up by content (keys are
+        # module paths, so the keys alone are one lookup), identity first.
+        cached = self._stacks.get(id(stack))
+        if cached is not None and cached[0] is stack:
+            return cached[1]
+        try:
+            key = tuple(stack.items())
+            text = self._stack_texts.get(key)
+        except TypeError:  # an unhashable entry
+            key, text = None, None
+        if text is None:
+            entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
+            text = ',"module":' + _json(entries[-1]) + ',"module_stack":' + _json(entries)
+            if key is not None:
+                self._stack_texts[key] = text
+        self._stacks[id(stack)] = (stack, text)
+        return text
+
     def _encode(self, n: torch.fx.Node) -> str:
         op = n.op
         name = n.name
@@ -346,11 +389,7 @@ class Serializer:
                         self.regions[t] = {**self._declared.get(t, {}), **decl}
         stack = meta.get("nn_module_stack")
         if stack:
-            cached = self._stacks.get(id(stack))
-            if cached is None or cached[0] is not stack:
-                entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
-                cached = self._stacks[id(stack)] = (stack, ',"module":' + _json(entries[-1]) + ',"module_stack":' + _json(entries))
-            text += cached[1]
+            text += self._stack_text(stack)
         trace = meta.get("stack_trace")
         if trace:
             src = _SOURCE_TEXT.get(trace)
