@@ -6,6 +6,7 @@ pub mod error;
 pub mod expr;
 pub mod graph;
 pub mod lowering;
+pub mod par;
 pub mod pass;
 pub mod ptx;
 pub mod regions;

@@ -290,46 +290,5 @@ impl Graph {
     pub fn new(nodes: Vec<Node>) -> Self {
         Graph { format: FORMAT.into(), version: VERSION, nodes, regions: IndexMap::new() }
     }
-
-    /// Drop the spare capacity parsing leaves (JSON arrays carry no length, so every list grows
-    /// by doubling from four): on a large graph that is most of the memory of its small lists.
-    pub fn shrink_to_fit(&mut self) {
-        self.nodes.shrink_to_fit();
-        for n in &mut self.nodes {
-            n.args.shrink_to_fit();
-            n.args.iter_mut().for_each(Arg::shrink_to_fit);
-            n.kwargs.shrink_to_fit();
-            n.regions.shrink_to_fit();
-            n.module_stack.shrink_to_fit();
-            n.mutates.shrink_to_fit();
-            n.val.shrink_to_fit();
-        }
-    }
 }
 
-impl Arg {
-    fn shrink_to_fit(&mut self) {
-        if let Arg::List(items) = self {
-            items.shrink_to_fit();
-            items.iter_mut().for_each(Arg::shrink_to_fit);
-        }
-    }
-}
-
-impl Value {
-    fn shrink_to_fit(&mut self) {
-        match self {
-            Value::Tensor(t) => {
-                t.shape.shrink_to_fit();
-                if let Some(s) = &mut t.stride {
-                    s.shrink_to_fit();
-                }
-            }
-            Value::Tuple(items) => {
-                items.shrink_to_fit();
-                items.iter_mut().for_each(Value::shrink_to_fit);
-            }
-            _ => {}
-        }
-    }
-}

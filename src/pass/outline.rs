@@ -8,7 +8,6 @@ use crate::lowering::outline::{self, Accepted};
 use crate::lowering::{naming, signature, Edit, Move, RegionReport, Status};
 use crate::regions::candidate::{Candidate, Verdict};
 use crate::regions::pattern::Unmatched;
-use rayon::prelude::*;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -60,7 +59,7 @@ impl Analysis {
         let Analysis { graph, impls, candidates, unmatched, timings } = self;
         // Signature checks and naming, per region, in parallel: the op name, or why not.
         let decided: Vec<std::result::Result<String, String>> =
-            candidates.par_iter().map(|c| decide(&graph, &impls, c, meta.get(&c.region.id))).collect();
+            crate::par::map(&candidates, |_, c| decide(&graph, &impls, c, meta.get(&c.region.id)));
         // Member names now: outlining consumes the graph. Ports move into the report afterwards.
         let names: Vec<Vec<String>> =
             candidates.iter().map(|c| names_of(&graph, &c.region.members)).collect();

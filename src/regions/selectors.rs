@@ -40,7 +40,12 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
     }
     let mut out: Vec<Candidate> = modules::select(g, &sel.modules)?.into_iter().map(Candidate::new).collect();
     let compiled: Vec<Vec<pattern::Pattern>> = sel.patterns.iter().map(pattern::Pattern::compile_all).collect::<Result<_>>()?;
-    let found: Vec<pattern::Found> = compiled.par_iter().map(|forms| pattern::find(forms, g, index, dag)).collect();
+    // Each pattern scans the whole graph: worth a thread even for two patterns.
+    let found: Vec<pattern::Found> = if compiled.len() > 1 {
+        compiled.par_iter().map(|forms| pattern::find(forms, g, index, dag)).collect()
+    } else {
+        compiled.iter().map(|forms| pattern::find(forms, g, index, dag)).collect()
+    };
     let mut unmatched = Vec::new();
     for (f, p) in found.into_iter().zip(&sel.patterns) {
         if let Some(closest) = f.closest {

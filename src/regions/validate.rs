@@ -15,7 +15,6 @@ use crate::graph::{Dag, Graph, OpKind};
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{depth_first_search, Control, DfsEvent, NodeFiltered};
-use rayon::prelude::*;
 use std::collections::HashMap;
 
 const NO_REGION: u32 = u32::MAX;
@@ -82,22 +81,18 @@ impl Ownership {
     }
 }
 
-/// Validate every pending candidate in parallel: each becomes `Valid` with its boundary or
+/// Validate every pending candidate (in parallel when there are many): each becomes `Valid` with its boundary or
 /// `Refused` with the reason.
 pub fn validate_all(g: &Graph, dag: &Dag, candidates: &mut [Candidate], allows_mutation: &(dyn Fn(&Region) -> bool + Sync)) {
     let own = Ownership::build(g, candidates);
-    let verdicts: Vec<Option<Verdict>> = candidates
-        .par_iter()
-        .enumerate()
-        .map(|(r, c)| {
-            matches!(c.verdict, Verdict::Pending).then(|| {
-                match validate(g, dag, &own, r, &c.region, c.order.as_ref(), allows_mutation(&c.region)) {
-                    Ok(b) => Verdict::Valid(b),
-                    Err(why) => Verdict::Refused(why),
-                }
-            })
+    let verdicts: Vec<Option<Verdict>> = crate::par::map(candidates, |r, c| {
+        matches!(c.verdict, Verdict::Pending).then(|| {
+            match validate(g, dag, &own, r, &c.region, c.order.as_ref(), allows_mutation(&c.region)) {
+                Ok(b) => Verdict::Valid(b),
+                Err(why) => Verdict::Refused(why),
+            }
         })
-        .collect();
+    });
     for (c, v) in candidates.iter_mut().zip(verdicts) {
         if let Some(v) = v {
             c.verdict = v;
