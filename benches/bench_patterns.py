@@ -14,12 +14,19 @@ SubgraphMatcher(...) plus .match(graph), which checks the same two things. The f
 2. a synthetic chain of --nodes nodes, pattern `relu(x + y) * 2.0`, with near misses (another
    literal, a leaked inner value) that neither matcher may take;
 3. a size sweep of case 2 showing how each grows.
+
+Targets, printed with whether this run met them: tta >= 150x faster than fx end to end at
+--nodes nodes, and flat time per node over the sweep (the largest size's us/node at most 1.5x
+the smallest's).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+
+TARGET_SPEEDUP = 150
+TARGET_FLAT = 1.5
 import time
 
 import torch
@@ -172,7 +179,9 @@ def main() -> None:
 
     print("2. synthetic chain, pattern relu(x + y) * 2.0")
     ex = (torch.randn(16, 16), torch.randn(16, 16))
-    compare(f"synthetic-{args.nodes}", synthetic(args.nodes), add_relu_scale, ex, impl, args.repeat)
+    t_ours, t_fx = compare(f"synthetic-{args.nodes}", synthetic(args.nodes), add_relu_scale, ex, impl, args.repeat)
+    speedup = t_fx / t_ours
+    print(f"   speedup at {args.nodes} nodes: {speedup:.0f}x (target >= {TARGET_SPEEDUP}x: {'met' if speedup >= TARGET_SPEEDUP else 'NOT met'})")
     res = tta.lower_pattern(add_relu_scale, impl, ex).apply(synthetic(args.nodes), on_refused="keep")
     t = res.timings
     print(f"   full tta.rewrite: {t['total_s'] * 1e3:.0f} ms for {len(res.outlined)} outlined regions "
@@ -188,6 +197,10 @@ def main() -> None:
     for n, t_ours, t_fx in rows:
         fx_txt = f"{t_fx / n * 1e6:11.2f}" if t_fx is not None else f"{'-':>11}"
         print(f"   {n:>7}  {t_ours / n * 1e6:12.3f}  {fx_txt}")
+    if len(rows) > 1:
+        growth = (rows[-1][1] / rows[-1][0]) / (rows[0][1] / rows[0][0])
+        print(f"   us/node at {rows[-1][0]} vs {rows[0][0]} nodes: {growth:.2f}x "
+              f"(flat: target <= {TARGET_FLAT}x: {'met' if growth <= TARGET_FLAT else 'NOT met'})")
 
 
 if __name__ == "__main__":
