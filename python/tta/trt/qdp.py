@@ -15,10 +15,16 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
 ``restrict_tactics(op_name, dim_ranges) -> list[int]``
     ``dim_ranges[k][j] = (min, max)`` of input k's dim j over the optimization profile (with
     several profiles: the smallest min and largest max). Compiles the op's kernels for the
-    target (cached) and keeps offered only the tactics whose guards (conditions the kernel was
-    compiled under, e.g. ``i0_1 <= 1024``) hold for every shape in those ranges. Returns the
-    kept tactic ids; raises ``PluginError`` naming the range and the guard when none is left.
-    Call it before the engine build (the converter does, per plugin layer).
+    target (cached) and returns the tactics whose guards (conditions the kernel was compiled
+    under, e.g. ``i0_1 <= 1024``) hold for every shape in those ranges; raises ``PluginError``
+    naming the range and the guard when none is left. Changes nothing.
+
+``restricted(op_name, tactics) -> str``
+    The plugin (id without namespace) to add for a layer that may run only ``tactics``:
+    ``op_name`` itself when that is all of them, else a plugin of the same kernels offering just
+    those (defined once per set, sharing the compiled kernels). TensorRT asks a plugin for its
+    tactics only when it builds the engine, after every layer is added, so each call site with
+    its own profile ranges needs its own plugin (the converter does this per plugin layer).
 
 ``tactics(op_name, input_dtypes=None) -> dict[int, CompiledKernel]``
     Every tactic id of the op and its kernel (compiling if needed).
@@ -50,6 +56,8 @@ CUBIN; its embedded PTX is turned into a plain kernel where that is possible
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import inspect
 import re
 import threading
@@ -60,7 +68,7 @@ from .. import ops
 from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
 from ..errors import PluginError
-from . import qdp_shapes, tactics as _tactics
+from . import mutation, qdp_shapes, tactics as _tactics
 
 NAMESPACE = "tta"
 
@@ -122,13 +130,14 @@ class _Entry:
     sm: int = 90
     max_ptx: int | None = 90
     allow_cubin: bool = False
-    allowed: list[int] | None = None  # set by restrict_tactics
+    allowed: list[int] | None = None  # the tactics of a restricted() plugin; None: all
     compiled: dict[tuple, dict[int, CompiledKernel]] = field(default_factory=dict)
     cubin_reasons: dict[int, str] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     dtype_combos: list[tuple[str, ...]] = field(default_factory=list)  # input dtypes offered
     # attribute values -> (combos, output shapes), for plugins whose outputs depend on them
     by_values: dict[tuple, tuple[list, list]] = field(default_factory=dict)
+    input_names: list[str] | None = None  # for messages (the op's argument names)
 
     @property
     def plugin_id(self) -> str:
@@ -180,6 +189,8 @@ class _Entry:
                         except PluginError as e:
                             self.cubin_reasons[tid] = str(e)
                     got[tid] = k
+                names = self.input_names or [f"x{i}" for i in range(len(self.input_metas))]
+                mutation.refuse_written_inputs(self.plugin_id, got, names, self.tactic_labels)
                 self.compiled[key] = got
             return got
 
@@ -356,18 +367,21 @@ def define(
     dtypes: Sequence[Sequence[str]] | None = None,
     attributes: Sequence[Attribute] = (),
     n_outputs: int | None = None,
+    input_names: Sequence[str] | None = None,
     sm: Any = KEEP,
     max_ptx: Any = KEEP,
     allow_cubin: Any = KEEP,
 ) -> str:
     """Define plugin ``tta::<name>`` for a tta ``Plugin`` whose kernels take ``input_metas``
     (a dim that is None is dynamic) and whose outputs ``output_fn`` computes from fake inputs.
-    ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``).
+    ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``);
+    ``input_names``: what messages call the inputs (default ``x0``, ``x1``, ...).
     Idempotent per name; a later call only updates the target options it is given."""
     with _lock:
         entry = _entries.get(name)
         if entry is None:
             entry = _new_entry(name, plugin, list(input_metas), output_fn, dtypes, attributes, n_outputs)
+            entry.input_names = list(input_names) if input_names is not None else None
             _define_trtp(entry)
             _entries[name] = entry
         elif entry.plugin is not plugin and getattr(entry.plugin, "key", None) != getattr(plugin, "key", None):
@@ -617,5 +631,25 @@ def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]
             f"{where}: no kernel config can run every shape of the optimization profile "
             f"({_tactics.describe_ranges(ranges)}): " + "; ".join(refusals.values())
         )
-    entry.allowed = kept
     return kept
+
+
+def restricted(op_name: str, tactics: Sequence[int]) -> str:
+    """See the module docstring."""
+    base = _entry(op_name)
+    kept = [t for t in base.tactic_ids if t in set(tactics)]
+    if set(tactics) - set(kept):
+        raise PluginError(f"{base.plugin_id}: tactics {sorted(set(tactics) - set(kept))} are not among its own {base.tactic_ids}")
+    if kept == base.tactic_ids:
+        return op_name
+    name = f"{op_name}__t{hashlib.sha256(repr(kept).encode()).hexdigest()[:8]}"
+    with _lock:
+        entry = _entries.get(name)
+        if entry is None:
+            # The same kernels and compile cache (shared dicts and lock), fewer tactics offered.
+            entry = dataclasses.replace(base, name=name, allowed=kept)
+            _define_trtp(entry)
+            _entries[name] = entry
+        with base.lock:
+            entry.sm, entry.max_ptx, entry.allow_cubin = base.sm, base.max_ptx, base.allow_cubin
+    return name

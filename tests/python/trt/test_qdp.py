@@ -161,8 +161,16 @@ def test_guards_restrict_the_offered_tactics():
     small, large = qdp.tactics(name)
     assert qdp.restrict_tactics(name, [[(1, 64), (1, 1024)]]) == [small, large]
     assert qdp.restrict_tactics(name, [[(1, 64), (1000, 2048)]]) == [large]
+    # A layer that may run only the large tactic gets a plugin of its own; the op's plugin still
+    # offers both (another layer may have the small ranges).
+    assert qdp.restricted(name, [small, large]) == name
+    only_large = qdp.restricted(name, [large])
+    assert only_large != name and qdp.restricted(name, [large]) == only_large
+    profile = [((1, 1000), (8, 1500), (64, 2048))]
+    added = add_plugin_aot(getattr(trtp.op.tta, only_large)(*_itensors(ex, torch.float16)))
+    assert [k.tactic for k in build_plugin(added, profile)] == [large]
     added = add_plugin_aot(trtp.op.tta.ex_triton_softmax(*_itensors(ex, torch.float16)))
-    assert [k.tactic for k in build_plugin(added, [((1, 1000), (8, 1500), (64, 2048))])] == [large]
+    assert [k.tactic for k in build_plugin(added, profile)] == [small, large]
     with pytest.raises(PluginError) as e:
         qdp.restrict_tactics(name, [[(1, 64), (1, 4096)]])
     msg = str(e.value)
