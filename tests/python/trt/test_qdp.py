@@ -315,7 +315,9 @@ def test_unknown_op_and_attribute_rules():
 @pytest.mark.skipif(trt_standin.installed_version() != "11.1", reason="runs the 11.4 suite from the 11.1 run")
 def test_plugin_package_11_4():
     env = dict(os.environ, TTA_TRT_PLUGIN="11.4")
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", HERE, "-k", "not test_plugin_package_11_4"],
+    # cuTile and CuTeDSL are not in this venv: their custom-op tests run from .venv (scripts/test.sh).
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", HERE, "-k", "not test_plugin_package_11_4",
+                        "-m", "not cutile and not cutedsl"],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "11.4.0.106" in r.stdout and " passed" in r.stdout and "skipped" not in r.stdout.split("\n")[-2]
