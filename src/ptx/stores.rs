@@ -125,8 +125,10 @@ fn instructions(body: &str) -> Result<Vec<Inst>> {
             Some(b'{') | Some(b'}') if stmt.is_empty() => {}
             // Debug line directives end at the line's end, without `;`.
             None if stmt.is_empty() && matches!(p.text(t), ".loc" | ".file") => p.skip_line(),
-            // A label `name:` ends without `;`.
-            Some(b':') if stmt.len() == 1 && stmt[0].punct.is_none() => stmt.clear(),
+            // A label `name:` ends without `;` (`shared::cta` in an opcode is no label).
+            Some(b':') if stmt.len() == 1 && stmt[0].punct.is_none() && p.peek().is_none_or(|n| n.punct != Some(b':')) => {
+                stmt.clear()
+            }
             _ => stmt.push(t),
         }
     }
@@ -238,6 +240,17 @@ mod tests {
     fn line_directives_end_without_a_semicolon() {
         let body = format!("{LOADS}.loc 1 24 24\nst.global.f32 [%rd6], %f1;\n$L__tmp0:\n.loc 1 25 3\nret;");
         assert_eq!(stored_params(&ptx(&body), "k").unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn a_bulk_tensor_store_through_a_descriptor_is_found() {
+        // TMA: the address is a tensor map; the space pair names the destination first.
+        let body = format!(
+            "{LOADS}mov.b64 %rd8, k_param_1;\ncvta.param.u64 %rd9, %rd8;\n\
+             cp.async.bulk.tensor.1d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd9, {{%r1}}], [%r1];\n\
+             cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [%rd9, {{%r1}}], [%r1];\nret;"
+        );
+        assert_eq!(stored_params(&ptx(&body), "k").unwrap(), vec![1]);
     }
 
     #[test]
