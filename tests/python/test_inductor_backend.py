@@ -198,10 +198,11 @@ def test_a_refused_region_is_an_error_not_a_fallback():
         tta.compile(Wrong(), (torch.randn(2, 8), torch.randn(2, 8)), backend="inductor")
 
 
-@pytest.mark.parametrize("cols,block", [(256, 1024), (2048, 4096)])
+@pytest.mark.parametrize("cols,block", [(256, 1024), (2048, 2048), (3000, 4096)])
 def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
-    """RMSNorm's configs are BLOCK=1024 then 4096; a row of 2048 fails the first one's
-    assertion (its guard), so the graph Inductor compiles launches the second."""
+    """The Llama block's RMSNorm configs are BLOCK=1024, 2048, then 4096; a row longer than a
+    config's BLOCK fails its assertion (its guard), so the graph Inductor compiles launches the
+    first config that holds the row."""
     from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
     from tta.gpu.models import RMSNorm

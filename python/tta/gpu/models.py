@@ -21,7 +21,10 @@ import tta
 from tta.examples.kernels import add_relu, flash_attention, rmsnorm, swiglu
 
 ADD_RELU = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=add_relu.CONFIGS), meta_impl=add_relu.meta, name="fused_add_relu")
-RMSNORM = tta.custom_plugin(kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=rmsnorm.CONFIGS), meta_impl=rmsnorm.meta, name="rmsnorm")
+# The example's configs plus a BLOCK as long as the Llama block's 2048-wide rows: the first config
+# whose BLOCK holds the row is taken, and a row padded to 4096 lanes wastes half the threads.
+RMSNORM_CONFIGS = [{"BLOCK": b, "eps": 1e-6, "num_warps": 4 if b <= 1024 else 8} for b in (1024, 2048, 4096)]
+RMSNORM = tta.custom_plugin(kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=RMSNORM_CONFIGS), meta_impl=rmsnorm.meta, name="rmsnorm")
 SWIGLU = tta.custom_plugin(kernel=tta.triton(swiglu.launch_swiglu, configs=swiglu.CONFIGS), meta_impl=swiglu.meta, name="swiglu")
 ATTENTION = tta.custom_plugin(
     kernel=tta.triton(flash_attention.launch_flash_attention, configs=flash_attention.CONFIGS), meta_impl=flash_attention.meta,

@@ -35,6 +35,15 @@ def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, bac
     return lower(result, backend)
 
 
+def _without_export_hooks(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The exported module without its forward hooks. ``ExportedProgram.module()`` checks its
+    inputs in a forward pre-hook, and ``torch.compile`` runs module hooks outside the compiled
+    frame: that check would run in Python on every call (tens of microseconds, more than a small
+    model's GPU time). The graph's own guard call (``_guards_fn``, where export made one) stays
+    in ``forward``, where Dynamo compiles it into its guards; Dynamo guards the sizes anyway."""
+    return torch.fx.GraphModule(gm, gm.graph, class_name=type(gm).__name__)
+
+
 def compile_inductor(
     model: torch.nn.Module | ExportedProgram,
     example_inputs: Sequence[Any],
@@ -54,7 +63,7 @@ def compile_inductor(
     options.setdefault("backend", "inductor")
     if dynamic_shapes is not None:
         options.setdefault("dynamic", True)
-    gm = program.module()
+    gm = _without_export_hooks(program.module())
     for p in gm.parameters():
         p.requires_grad_(False)  # inference: plugin ops have no backward
     module = torch.compile(gm, **options)
