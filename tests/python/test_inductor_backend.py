@@ -149,9 +149,52 @@ def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
 
     x, y = torch.randn(4, 33), torch.randn(4, 33)
     program, report = _lowered(Block(), (x, y), _dyn(), None, False, "inductor")
-    assert [(r.runs, r.reason) for r in report.regions] == [(lowering.REGION_BODY, "no Triton kernel (kernels: cutile)")]
-    assert not any(str(n.target).startswith(("tta.", "tta_triton.")) for n in program.graph.nodes)
+    # No CUDA here, so its compiled kernel cannot be launched (on a GPU: tta_cubin::<op>, test_gpu_backends.py).
+    assert [(r.runs, r.reason) for r in report.regions] == [
+        (lowering.REGION_BODY, "no Triton kernel (kernels: cutile); its compiled kernel cannot run here: no CUDA device")]
+    assert not any(str(n.target).startswith(("tta.", "tta_triton.", "tta_cubin.")) for n in program.graph.nodes)
+    program, report = _lowered(Block(), (x, y), _dyn(), None, False, "aot_inductor")
+    assert "an AOTInductor package loads without tta" in report.regions[0].reason
     torch.testing.assert_close(program.module()(x, y), torch.relu(x + y))
+
+
+def _kernel(dtypes, guards=(), entry="k"):
+    from tta.aot.base import CompiledKernel
+
+    return CompiledKernel(backend="cutile", entry=entry, code=b"", code_format="cubin", grid=("1", "1", "1"), block=(1, 1, 1),
+                          shared_mem=0, extras=(), input_dtypes=dtypes, output_dtypes=dtypes[:1], output_shapes=(("i0_0",),),
+                          config=(), sm=90, meta={"guards": list(guards)})
+
+
+def test_compiled_kernel_choice_is_by_dtype_then_guards_and_remembered():
+    from tta.inductor.cubin_ops import Launcher
+
+    kernels = [_kernel(("float16", "float16"), ["i0_1 <= 1024"], "small"), _kernel(("float16", "float16"), [], "any"),
+               _kernel(("bfloat16", "bfloat16"), [], "bf16")]
+    launcher = Launcher("op", kernels, 1)
+    h, b = torch.float16, torch.bfloat16
+    assert launcher.pick([torch.empty(2, 1000, dtype=h)] * 2) == 0
+    assert launcher.pick([torch.empty(2, 4000, dtype=h)] * 2) == 1  # the first one's guard fails
+    assert launcher.pick([torch.empty(2, 4000, dtype=b)] * 2) == 2
+    assert len(launcher._choice) == 3
+    with pytest.raises(PluginError, match=r"no compiled kernel takes inputs \['float32', 'float32'\]"):
+        launcher.pick([torch.empty(2, 8)] * 2)
+
+
+def test_kernel_bundle_round_trip_and_errors(tmp_path):
+    from tta.aot.base import write_manifest
+    from tta.inductor.kernel_bundle import as_bundle, load_bundle, save_bundle
+
+    bundle = {"a": [_kernel(("float16",), entry="a0"), _kernel(("bfloat16",), entry="a1")], "b": [_kernel(("float32",), entry="b0")]}
+    save_bundle(tmp_path / "k.json", bundle)
+    got = load_bundle(tmp_path / "k.json")
+    assert {n: [k.entry for k in ks] for n, ks in got.items()} == {"a": ["a0", "a1"], "b": ["b0"]}
+    assert as_bundle(str(tmp_path / "k.json")).keys() == {"a", "b"} and as_bundle(None) == {}
+    write_manifest(str(tmp_path / "m.json"), [_kernel(("float16",))])
+    with pytest.raises(PluginError, match="without a plugin index"):
+        load_bundle(tmp_path / "m.json")
+    with pytest.raises(PluginError, match="kernels= takes"):
+        as_bundle(3)
 
 
 _LOAD = textwrap.dedent(

@@ -6,6 +6,9 @@ and the backend benchmark (``tta.gpu.bench_backends``).
 * ``llama``: a Llama-style decoder block; RMSNorm (twice) and SwiGLU's gate are regions,
   attention stays ``scaled_dot_product_attention``.
 * ``attention``: projections around a causal attention region run by a flash-attention kernel.
+
+And ``DSLResidualBlock``: the ResidualBlock with a cuTile or CuTeDSL add+ReLU kernel
+(``dsl_add_relu_plugin``), which the Inductor backend runs as its compiled artifact.
 """
 
 from __future__ import annotations
@@ -35,6 +38,26 @@ ATTENTION = tta.custom_plugin(
 class ResidualBlock(nn.Module):
     def forward(self, x, y):
         with tta.lower_as(impl=ADD_RELU):
+            return torch.relu(x + y)
+
+
+def dsl_add_relu_plugin(backend: str):
+    """add+ReLU as a ``"cutile"`` or ``"cutedsl"`` plugin, from the example kernels. Declaring
+    it needs the DSL installed (where the kernels compile); see ``tta.gpu.build_bundle``."""
+    from tta.examples.kernels import cutedsl_add_relu, cutile_add_relu
+
+    example = {"cutile": cutile_add_relu, "cutedsl": cutedsl_add_relu}[backend]
+    spec = getattr(tta, backend)(example.launch_add_relu, configs=example.CONFIGS)
+    return tta.custom_plugin(kernel=spec, meta_impl=example.meta, name=f"{backend}_add_relu_e2e")
+
+
+class DSLResidualBlock(nn.Module):
+    def __init__(self, plugin):
+        super().__init__()
+        self.plugin = plugin
+
+    def forward(self, x, y):
+        with tta.lower_as(impl=self.plugin):
             return torch.relu(x + y)
 
 

@@ -50,13 +50,21 @@ def kernels(fn, calls: int = 3) -> list[dict]:
     return sorted(rows, key=lambda r: -r["us"]), cpu
 
 
-def variants(case, model, x, modes):
+def variants(case, model, x, modes, hooked: bool):
     out = {"eager": model}
     for mode in modes:
         kw = {} if mode == "default" else {"mode": mode}
         sfx = "" if mode == "default" else f" [{mode}]"
         out["torch.compile" + sfx] = torch.compile(model, **kw)
         out["tta+inductor" + sfx] = tta.compile(model, x, backend="inductor", **kw)
+        if hooked and mode == "default":
+            from tta.inductor.compile import _for_dynamo
+
+            program = out["tta+inductor"].tta_program
+            # The same minus the static launch of the user's kernels, and as the backend was:
+            # the exported module with its hooks and pytree wrapper, Triton's launcher.
+            out["tta+inductor, Triton launcher"] = torch.compile(_for_dynamo(program.module()))
+            out["tta+inductor, as before"] = torch.compile(program.module())
     return out
 
 
@@ -65,8 +73,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="llama,residual,attention")
     ap.add_argument("--modes", default="default")
+    ap.add_argument("--models-ro", default="llama", help="models timed in every mode (the others: default only)")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--hooked", action="store_true", help="also time the module with export's hooks kept")
+    ap.add_argument("--code", default="", help="models whose generated code and CPU profile are written (comma list)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     dtype = getattr(torch, args.dtype)
@@ -79,7 +90,7 @@ def main(argv=None) -> int:
         rows = {}
         with torch.no_grad():
             ref = model(*x)
-            for vname, fn in variants(case, model, x, modes).items():
+            for vname, fn in variants(case, model, x, modes if name in args.models_ro.split(",") else ["default"], args.hooked).items():
                 t0 = time.perf_counter()
                 if vname == "eager":
                     y, code = fn(*x), []
@@ -87,11 +98,11 @@ def main(argv=None) -> int:
                     from torch._inductor.utils import run_and_get_code
 
                     y, code = run_and_get_code(fn, *x)
+                err = (y.float() - ref.float()).abs().max().item()  # before a CUDA graph replay reuses y
                 fn = (lambda f: (lambda: f(*x)))(fn)
                 first_s = time.perf_counter() - t0
                 for _ in range(3):
                     fn()
-                err = (y.float() - ref.float()).abs().max().item()
                 ks, cpu_table = kernels(fn)
                 row = {
                     "first_call_s": first_s,
@@ -104,14 +115,14 @@ def main(argv=None) -> int:
                     "kernels": ks,
                 }
                 rows[vname] = row
-                tag = vname.replace(" ", "_").replace("[", "").replace("]", "").replace("+", "_")
-                with open(os.path.join(args.out, f"{name}-{tag}.txt"), "w") as f:
-                    f.write(cpu_table + "\n\n")
-                    f.write("\n\n# ---- generated code ----\n".join(code))
+                if name in args.code.split(","):
+                    with open(os.path.join(args.out, f"{name}-code.txt"), "a") as f:
+                        f.write(f"\n\n######## {vname}\n" + cpu_table + "\n\n")
+                        f.write("\n\n# ---- generated code ----\n".join(code))
                 print(f"{name:9s} {vname:30s} single {row['single_ms']:.3f} ms  stream {row['stream_ms']:.3f} ms  "
                       f"host {row['host_us']:.0f} us  kernels {row['launches']:.0f} ({row['gpu_us']:.0f} us GPU)  err {err:.3g}", flush=True)
-                for k in ks:
-                    print(f"      {k['per_call']:4.1f}x {k['us']:8.1f} us  {k['kernel'][:110]}")
+                with open(os.path.join(args.out, "kernels.txt"), "a") as f:
+                    f.write(f"{name} {vname}\n" + "".join(f"  {k['per_call']:4.1f}x {k['us']:8.1f} us  {k['kernel'][:110]}\n" for k in ks))
         report["models"][name] = rows
         with open(os.path.join(args.out, "profile.json"), "w") as f:
             json.dump(report, f, indent=1)
