@@ -288,3 +288,27 @@ def test_the_inductor_backend_never_imports_tensorrt():
     env = dict(os.environ, PYTHONPATH=PYTHON)
     r = subprocess.run([sys.executable, "-c", _NO_TRT], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
+
+
+def test_the_module_dynamo_compiles_has_no_export_wrapper_where_the_signature_is_flat():
+    """What torch.compile sees of the exported module: no forward hooks (they would run in
+    Python every call), and for positional tensors in and a tensor out, no pytree flattening
+    or export guard call either (they become per-call guards). Same outputs."""
+    from tta.inductor.compile import _for_dynamo
+
+    class Two(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.relu(x + y), x * 2
+
+    class Kw(torch.nn.Module):
+        def forward(self, x, *, scale):
+            return x * scale
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    for model, args, kwargs, flat in [(BodyOnlyBlock(), (x, y), {}, True), (Two(), (x, y), {}, True),
+                                      (Kw(), (x,), {"scale": y}, False)]:
+        ep = torch.export.export(model, args, kwargs, dynamic_shapes=None)
+        gm = _for_dynamo(ep.module())
+        assert not gm._forward_pre_hooks and not gm._forward_hooks
+        assert ("tree_flatten_spec" not in gm.code and "_guards_fn" not in gm.code) == flat, gm.code
+        torch.testing.assert_close(gm(*args, **kwargs), model(*args, **kwargs))

@@ -58,13 +58,9 @@ def variants(case, model, x, modes, hooked: bool):
         out["torch.compile" + sfx] = torch.compile(model, **kw)
         out["tta+inductor" + sfx] = tta.compile(model, x, backend="inductor", **kw)
         if hooked and mode == "default":
-            from tta.inductor.compile import _for_dynamo
-
-            program = out["tta+inductor"].tta_program
-            # The same minus the static launch of the user's kernels, and as the backend was:
-            # the exported module with its hooks and pytree wrapper, Triton's launcher.
-            out["tta+inductor, Triton launcher"] = torch.compile(_for_dynamo(program.module()))
-            out["tta+inductor, as before"] = torch.compile(program.module())
+            # As the backend compiled before: the exported module itself, with export's forward
+            # hooks, pytree wrapper and guard call.
+            out["tta+inductor, export module"] = torch.compile(out["tta+inductor"].tta_program.module())
     return out
 
 

@@ -74,24 +74,6 @@ def _for_dynamo(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
 
 
-def _inductor_options(options: dict) -> dict:
-    """``torch.compile`` options with Inductor launching the user's Triton kernels through its
-    static launcher, as it launches its own (without it, each launch goes through Triton's
-    Python launcher: tens of microseconds of host time per kernel)."""
-    key = "static_launch_user_defined_triton_kernels"
-    if options.get("backend", "inductor") != "inductor" or not hasattr(torch._inductor.config, key):
-        return options
-    options = dict(options)
-    inductor = dict(options.get("options") or {})
-    if "mode" in options and options["mode"] not in (None, "default"):
-        # torch.compile takes a mode or options, not both: spell the mode as its options.
-        inductor = {**torch._inductor.list_mode_options(options.pop("mode"), options.get("dynamic")), **inductor}
-    options.pop("mode", None)
-    inductor.setdefault(key, True)
-    options["options"] = inductor
-    return options
-
-
 def compile_inductor(
     model: torch.nn.Module | ExportedProgram,
     example_inputs: Sequence[Any],
@@ -120,7 +102,7 @@ def compile_inductor(
     gm = _for_dynamo(program.module())
     for p in gm.parameters():
         p.requires_grad_(False)  # inference: plugin ops have no backward
-    module = torch.compile(gm, **_inductor_options(options))
+    module = torch.compile(gm, **options)
     module.tta_report = report
     module.tta_program = program
     return module
