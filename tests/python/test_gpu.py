@@ -97,10 +97,10 @@ def test_rmsnorm_rows_at_every_alignment_the_qdp_way(max_ptx, tmp_path):
                 if n > dict(k.config)["BLOCK"]:
                     continue
                 for xo, oo in ((0, 0), (1, 1), (0, 1)):
-                    m = 37
-                    x = torch.randn(m * n + xo, device="cuda").to(dtype)[xo:].view(m, n)
+                    m = 37  # x is [batch, tokens, hidden], as the kernel was compiled for
+                    x = torch.randn(m * n + xo, device="cuda").to(dtype)[xo:].view(1, m, n)
                     w = (1 + 0.1 * torch.randn(n, device="cuda")).to(dtype)
-                    out = torch.full((m * n + oo,), float("nan"), device="cuda", dtype=dtype)[oo:].view(m, n)
+                    out = torch.full((m * n + oo,), float("nan"), device="cuda", dtype=dtype)[oo:].view(1, m, n)
                     grid, extras, _ = loaded.plan([x, w])
                     loaded.launch([x, w], [out], grid, extras)
                     err, ok = ex.compare(out, ex.reference(x, w))
