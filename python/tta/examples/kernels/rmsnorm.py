@@ -126,7 +126,7 @@ def make_inputs(shape, dtype, device):
     return [x, w]
 
 
-# x is [batch, tokens, hidden]: the grid is the product of two dynamic dims. Rows of 1001 and 5
-# elements start misaligned (head, body and tail; 5 is shorter than a vector), the others are
+# x is [batch, tokens, hidden]: the grid is the product of two dynamic dims. Rows of 5 (shorter
+# than a vector) and 1001 elements start misaligned (head, body and tail); rows of 1024 are
 # aligned.
-TEST_SHAPES = [(2, 3, 96), (4, 16, 1001), (1, 257, 1024), (3, 7, 5)]
+TEST_SHAPES = [(3, 7, 5), (4, 16, 1001), (1, 257, 1024)]
