@@ -190,3 +190,41 @@ def test_find_regions_reports_without_rewriting():
     ep = torch.export.export(model, (x,)).run_decompositions()
     found = tta.find_regions(ep, [{nn.ReLU: sm.rmsnorm}, {nn.Linear: sm.rmsnorm}])
     assert [(r.id, r.reason) for r in found] == [("module:0", None), ("module:1", None)]
+
+
+def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decomposed, monkeypatch):
+    from tta.patterns import PatternSelector
+
+    _, _, _, ep = llama_decomposed
+    exports = []
+    real = PatternSelector._export
+
+    def counting(self, *args):
+        exports.append(self.name)
+        return real(self, *args)
+
+    monkeypatch.setattr(PatternSelector, "_export", counting)
+
+    def rms(x, w):  # a fresh function: nothing cached from other tests
+        return (torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x) * w
+
+    first = tta.lower_pattern(rms, sm.rmsnorm, example_rms()).apply(ep)
+    n = len(exports)
+    assert n >= 1 and len(first.outlined) == 5
+    again = tta.lower_pattern(rms, sm.rmsnorm, example_rms()).apply(ep)  # new selector, new tensors
+    assert len(exports) == n, "the same pattern and examples were exported again"
+    assert [r.nodes for r in again.outlined] == [r.nodes for r in first.outlined]
+    # Other example shapes, another pattern object, a module pattern with other weights: exported anew.
+    tta.lower_pattern(rms, sm.rmsnorm, (torch.randn(2, 4, 16), torch.randn(16))).apply(ep, on_refused="keep")
+    assert len(exports) > n
+    n = len(exports)
+    tta.lower_pattern(lambda x, w: rms(x, w), sm.rmsnorm, example_rms(), name="rms").apply(ep)
+    assert len(exports) > n
+    module = LlamaRMSNorm(32, eps=1e-6)
+    tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 32),)).apply(ep)
+    n = len(exports)
+    tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 32),)).apply(ep)
+    assert len(exports) == n
+    module.weight = nn.Parameter(torch.ones(16))  # other weight shapes: another graph
+    tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 16),)).graph_doc(True)
+    assert len(exports) == n + 1
