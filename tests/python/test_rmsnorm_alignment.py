@@ -18,7 +18,7 @@ from tta.examples.kernels import rmsnorm as ex
 rows = []
 for dt in (torch.float16, torch.bfloat16, torch.float32):
     for n in (5, 9, 17, 1001):
-        for cfg in (ex.CONFIGS[0], ex.CONFIGS[-1]):
+        for cfg in (ex.CONFIGS[0], next(c for c in ex.CONFIGS if c.get("ROWS", 1) > 1)):
             # Element offsets of the x and out views: equal (split path), different (element-wise).
             for xo, oo in ((0, 0), (1, 1), (3, 3), (0, 1), (3, 0)):
                 m = 19
