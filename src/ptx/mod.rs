@@ -10,6 +10,7 @@
 //! - [`to_qdp_abi`]: all of it for one kernel.
 //! - [`debug_ptx_from_cubin`]: cuTile's PTX, which only exists inside its CUBIN;
 //!   [`cubin_params`]: the parameter layout ptxas recorded in a CUBIN.
+//! - [`stored_params`]: the parameters a kernel may write through.
 
 mod elf;
 mod isa;
@@ -18,10 +19,12 @@ mod parse;
 mod qdp;
 mod rewrite;
 mod span;
+mod stores;
 
 pub use elf::{cubin_params, debug_ptx_from_cubin, KernelParam};
 pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
 pub use span::Span;
+pub use stores::stored_params;
 pub use qdp::{check_slots, to_qdp_abi, QdpPtx, QdpSlots, QdpSpec};
 pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};

@@ -24,6 +24,7 @@ from ..plugin import Plugin
 from ..specs import KernelSpec, installed
 
 NAMESPACE = "tta_triton"
+NO_TRITON = "no Triton kernel"  # how a refusal for want of a Triton kernel begins
 
 _ops: dict[str, torch._ops.OpOverload] = {}
 _lock = threading.Lock()
@@ -122,15 +123,17 @@ def refusal(op: str) -> str | None:
     if sig is None:
         return "not a tta op of this process"
     inputs, outputs, plugin = sig
-    if triton_spec(plugin) is None:
-        kinds = sorted({k.backend for k in plugin.kernels}) or ["none"]
-        return f"no Triton kernel (kernels: {', '.join(kinds)})"
+    if not plugin.kernels:
+        return f"{NO_TRITON} (kernels: none)"
+    # Checked before the kernel's DSL: a compiled cuTile/CuTeDSL kernel (cubin_ops) has the same limits.
     if plugin.mutates or any(p.mutated for p in inputs):
         return "the plugin writes its inputs in place"
     if not all(p.is_tensor for p in inputs):
         return "an integer input (launch functions take tensors only)"
     if not outputs:
         return "no outputs"
+    if triton_spec(plugin) is None:
+        return f"{NO_TRITON} (kernels: {', '.join(sorted({k.backend for k in plugin.kernels}))})"
     return None
 
 
