@@ -374,22 +374,45 @@ class QdpSlots:
     extras: int
     outputs: int
 
+    def encode(self) -> dict[str, int]:
+        return {"inputs": self.inputs, "extras": self.extras, "outputs": self.outputs}
+
+
+ParamRole = tuple[str, int]
+"""A kernel parameter's place in TensorRT's launch: ("input" | "extra" | "output", index)."""
+
 
 @_calls_core
-def ptx_to_qdp_abi(ptx: str, entry: str, *, order: Sequence[int] | None = None, slots: QdpSlots | None = None,
+def qdp_layout(roles: Sequence[ParamRole]) -> tuple[list[int], QdpSlots]:
+    """The permutation into the QDP order (new i = old order[i]) and the slots of parameters
+    with these roles, in declaration order."""
+    d = json.loads(_core.ptx_qdp_layout(_compact([list(r) for r in roles])))
+    return d["order"], QdpSlots(**d["slots"])
+
+
+@_calls_core
+def ptx_to_qdp_abi(ptx: str, entry: str, *, roles: Sequence[ParamRole] | None = None, slots: QdpSlots | None = None,
                    trailing_scratch: Sequence[int] = (), max_version: str | None = None) -> tuple[str, PtxEntry]:
     """All QDP changes at once: drop trailing scratch parameters (sizes must be 0), put the
-    parameters in ``order`` (new i = old order[i]), check each slot's kind, check ``.version``.
+    parameters in the QDP order their ``roles`` give, check each slot's kind (against the
+    roles' slots, or ``slots`` for a kernel already in order), check ``.version``.
     Returns the new PTX and its entry."""
     spec: dict[str, Any] = {"entry": entry, "trailing_scratch": list(trailing_scratch)}
-    if order is not None:
-        spec["order"] = list(order)
+    if roles is not None:
+        spec["roles"] = [list(r) for r in roles]
     if slots is not None:
-        spec["slots"] = {"inputs": slots.inputs, "extras": slots.extras, "outputs": slots.outputs}
+        spec["slots"] = slots.encode()
     if max_version is not None:
         spec["max_version"] = max_version
     out = json.loads(_core.ptx_to_qdp_abi(ptx, _compact(spec)))
     return out["ptx"], _entry(out["entry"])
+
+
+@_calls_core
+def check_cubin_slots(cubin: bytes, entry: str, slots: QdpSlots) -> None:
+    """Raise unless the parameter layout ptxas recorded for ``entry`` is TensorRT's for
+    ``slots``: 8-byte pointers around 4-byte int32 extras."""
+    _core.ptx_check_cubin_slots(cubin, entry, _compact(slots.encode()))
 
 
 @_calls_core

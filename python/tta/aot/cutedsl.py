@@ -353,8 +353,7 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
     version = module.version
     fits = max_ptx is None or ptxabi.isa_option(version) <= max_ptx
     # The kernel's declared parameters are checked against the traced ones (count and kinds) here.
-    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, user_params=len(params), permutation=ptxabi.qdp_order(params), slots=slots,
-                               max_ptx=max_ptx if fits else None, where=here)
+    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, roles=params, max_ptx=max_ptx if fits else None, where=here)
     arch_specific = None
     if fits:
         qdp, arch_specific = ptxabi.plain_target(qdp, sm, cuda_tools.find_ptxas(version), here)

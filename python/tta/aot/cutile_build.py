@@ -245,9 +245,8 @@ def check_cubin(cubin: bytes, symbol: str, n_in: int, n_extra: int, n_out: int, 
     clusters = [d for d in entry.directives if d in (".reqnctapercluster", ".blocksareclusters", ".explicitcluster")]
     if clusters:
         raise PluginError(f"{here}: the kernel runs in clusters ({', '.join(clusters)}); the TensorRT AOT launch has none (num_ctas=1)")
-    n = n_in + n_extra + n_out
     slots = QdpSlots(n_in, n_extra, n_out)
-    ptxabi.to_qdp_abi(ptx, entry=symbol, user_params=n, permutation=range(n), slots=slots, where=here)
+    ptxabi.to_qdp_abi(ptx, entry=symbol, slots=slots, where=here)
     ptxabi.check_cubin_layout(cubin, symbol, slots, here)
     return ptx, entry
 

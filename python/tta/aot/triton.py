@@ -364,9 +364,7 @@ def build(
     abi_ptx, version = ptxabi.to_qdp_abi(
         ptx,
         entry=md.name,
-        user_params=len(roles),
-        permutation=ptxabi.qdp_order(roles),
-        slots=ptxabi.slots_of(roles),
+        roles=roles,
         scratch_sizes=(getattr(md, "global_scratch_size", 0) or 0, getattr(md, "profile_scratch_size", 0) or 0),
         max_ptx=max_ptx,
         where=f"{where}: kernel {kname}",
