@@ -34,9 +34,8 @@ class Plugin:
     launch_tensors: int | None = field(default=None)
 
     def declaration(self) -> dict:
-        """What the Rust pass checks regions against (``ImplDecl``; its ``ports`` is the
-        number of tensors the launch functions take)."""
-        return {"name": self.name, "inputs": self.arity, "ports": self.launch_tensors, "mutates": self.mutates}
+        """What the Rust pass checks regions against (``ImplDecl``)."""
+        return {"name": self.name, "inputs": self.arity, "launch_tensors": self.launch_tensors, "mutates": self.mutates}
 
     def __repr__(self) -> str:
         return f"Plugin({self.key})"
@@ -70,7 +69,7 @@ def _launch_tensors(kernels: tuple, name: str) -> int | None:
     return next(iter(counts), None)
 
 
-def _check_kernels(kernels: tuple, name: str) -> None:
+def check_kernels(kernels: tuple, name: str) -> None:
     from .specs import BACKENDS, KernelSpec, installed
 
     if not kernels:
@@ -94,7 +93,7 @@ def custom_plugin(
     ``meta_impl(*inputs)`` returns fake outputs (derived from the region body when absent)."""
     kernels = tuple(kernel) if isinstance(kernel, (list, tuple)) else (() if kernel is None else (kernel,))
     if kernel is not None:
-        _check_kernels(kernels, name or "?")
+        check_kernels(kernels, name or "?")
     if name is None:
         source = meta_impl or next((getattr(k, "launch_fn", None) for k in kernels), None)
         if source is None:

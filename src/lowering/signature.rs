@@ -12,13 +12,10 @@ pub struct ImplDecl {
     /// Number of inputs the impl takes, when it says.
     #[serde(default)]
     pub inputs: Option<usize>,
-    /// Number of outputs the impl returns, when it says.
-    #[serde(default)]
-    pub outputs: Option<usize>,
     /// Number of tensors the impl's launch function takes: the region's inputs, then its
-    /// outputs (config keywords not counted), when it says.
-    #[serde(default)]
-    pub ports: Option<usize>,
+    /// outputs (config keywords not counted), when it says. (`ports` in older graph files.)
+    #[serde(default, alias = "ports")]
+    pub launch_tensors: Option<usize>,
     /// The impl writes some of its inputs in place.
     #[serde(default)]
     pub mutates: bool,
@@ -44,17 +41,7 @@ pub fn check(b: &Boundary, decl: &ImplDecl, meta: Option<&Result<Vec<MetaOut>, S
             ));
         }
     }
-    if let Some(n) = decl.outputs {
-        if n != b.outputs.len() {
-            return Err(format!(
-                "impl `{}` returns {n} output(s) but the region produces {} used outside: {}",
-                decl.name,
-                b.outputs.len(),
-                names(&b.outputs)
-            ));
-        }
-    }
-    if let Some(n) = decl.ports {
+    if let Some(n) = decl.launch_tensors {
         if n != b.inputs.len() + b.outputs.len() {
             return Err(format!(
                 "the launch function of `{}` takes {n} tensor(s) (inputs, then outputs) but the region has {} input(s) ({}) and {} output(s) ({})",

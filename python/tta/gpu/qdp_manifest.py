@@ -123,7 +123,7 @@ def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx) -> list:
     out = []
     for case in custom_ops.CASES:
         try:
-            op = custom_op._ops.get(case.op) or tta.custom_op(case.op, kernel=tta.triton(case.launch, configs=list(case.configs)))
+            op = custom_op.defined(case.op) or tta.custom_op(case.op, kernel=tta.triton(case.launch, configs=list(case.configs)))
             for dtype in case.dtypes:
                 dname = str(dtype).removeprefix("torch.")
                 shapes = [[tuple(t.shape) for t in case.make_inputs(s, dtype, "meta")] for s in case.test_shapes]

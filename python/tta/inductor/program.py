@@ -18,7 +18,7 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 
-from ..rewrite import RewriteResult, _with_new_graph
+from ..rewrite import RewriteResult, with_new_graph
 from . import triton_ops
 
 USER_KERNEL = "user kernel"
@@ -126,4 +126,4 @@ def lower(result: RewriteResult, backend: str) -> tuple[ExportedProgram, Backend
             )
         )
     g.lint()
-    return _with_new_graph(program, g), BackendReport(backend=backend, regions=lowered, rewrite_text=result.report_text)
+    return with_new_graph(program, g), BackendReport(backend=backend, regions=lowered, rewrite_text=result.report_text)

@@ -10,6 +10,7 @@ profile, read from the node's symbolic shapes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -241,6 +242,17 @@ def finite_int(v) -> int | None:
 
 # Conversions seen while tta.compile runs (it reads them for its report); None otherwise.
 _conversions: list[dict] | None = None
+
+
+@contextlib.contextmanager
+def recording_conversions(into: list[dict]):
+    """Inside the block every conversion is appended to ``into`` (``tta.compile``'s report)."""
+    global _conversions
+    _conversions = into
+    try:
+        yield into
+    finally:
+        _conversions = None
 
 
 def record_conversion(info: dict) -> None:

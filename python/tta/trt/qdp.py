@@ -245,7 +245,7 @@ def _versions() -> tuple:
     return trt_v, np_v, trt.__version__, np.__version__
 
 
-def _check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire, ...]:
+def check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire, ...]:
     out = []
     for a in attributes:
         if a.name in ("outputs", "stream", "tactic") or not a.name.isidentifier() or re.fullmatch(r"x\d+", a.name):
@@ -389,7 +389,7 @@ def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes, n_outpu
     if not plugin.kernels:
         raise PluginError(f"{where}: the plugin {plugin.name!r} has no kernels to build a TensorRT plugin from")
     combos_in = [tuple(m.dtype for m in input_metas)] if dtypes is None else [tuple(d) for d in dtypes]
-    wires = _check_attributes(attributes, where)
+    wires = check_attributes(attributes, where)
     # With n_outputs given, outputs and kernels depend on the attribute values (computed per
     # values); without, the output function takes the inputs only.
     by_values = bool(wires) and n_outputs is not None
@@ -552,7 +552,8 @@ def register(op_name: str, *, sm: Any = KEEP, max_ptx: Any = KEEP, allow_cubin: 
     return define(op_name, plugin, metas, output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
 
 
-def _entry(op_name: str) -> _Entry:
+def registered(op_name: str) -> _Entry:
+    """The plugin ``define`` registered for ``tta::<op_name>``."""
     entry = _entries.get(op_name)
     if entry is None:
         raise PluginError(f"tta::{op_name} has no TensorRT plugin yet: call tta.trt.qdp.register({op_name!r}) first")
@@ -562,13 +563,13 @@ def _entry(op_name: str) -> _Entry:
 def tactics(op_name: str, input_dtypes: Sequence[str] | None = None, values: dict | None = None) -> dict[int, CompiledKernel]:
     """See the module docstring (``input_dtypes``: which combination, default the first;
     ``values``: the attribute values, for plugins that have attributes)."""
-    entry = _entry(op_name)
+    entry = registered(op_name)
     return entry.kernels(tuple(input_dtypes) if input_dtypes else entry.dtype_combos[0], values)
 
 
 def attribute_kwargs(op_name: str, values: dict) -> dict:
     """See the module docstring."""
-    entry = _entry(op_name)
+    entry = registered(op_name)
     missing = [a.name for a in entry.attributes if a.name not in values]
     if missing:
         raise PluginError(f"{entry.plugin_id}: no value for attribute(s) {missing}")
@@ -577,7 +578,7 @@ def attribute_kwargs(op_name: str, values: dict) -> dict:
 
 def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]]], values: dict | None = None) -> list[int]:
     """See the module docstring."""
-    entry = _entry(op_name)
+    entry = registered(op_name)
     where = entry.plugin_id
     if len(dim_ranges) != len(entry.input_metas):
         raise PluginError(f"{where}: ranges given for {len(dim_ranges)} inputs, the plugin has {len(entry.input_metas)}")
