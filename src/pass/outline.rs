@@ -1,7 +1,7 @@
 //! Step 2 of the pass: decide each valid region (signature against its impl and meta outputs,
 //! op name), outline the accepted ones, verify the result and report on every candidate.
 
-use super::analyze::{ms, Analysis, MetaResult, Timings};
+use super::analyze::{ms, Analysis, Impls, MetaResult, Timings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Graph};
 use crate::lowering::outline::{self, Accepted};
@@ -82,7 +82,7 @@ impl Analysis {
 }
 
 /// Accept a valid region (its op name), or refuse it with why its signature does not fit.
-fn decide(g: &Graph, impls: &super::Impls, c: &mut Candidate, meta: Option<&MetaResult>) {
+fn decide(g: &Graph, impls: &Impls, c: &mut Candidate, meta: Option<&MetaResult>) {
     let Some(b) = c.boundary() else {
         if matches!(c.verdict, Verdict::Pending) {
             c.decision = Some(Err("it was not validated".to_owned()));
