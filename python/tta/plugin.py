@@ -70,7 +70,7 @@ def _launch_tensors(kernels: tuple, name: str) -> int | None:
 
 
 def check_kernels(kernels: tuple, name: str) -> None:
-    from .specs import BACKENDS, KernelSpec, installed
+    from .specs import KERNEL_DSLS, KernelSpec, installed
 
     if not kernels:
         raise PluginError(f"custom_plugin({name!r}): kernel=[] is empty; give at least one kernel spec or leave it out")
@@ -79,7 +79,7 @@ def check_kernels(kernels: tuple, name: str) -> None:
             raise PluginError(f"custom_plugin({name!r}): {k!r} is not a kernel spec; use tta.triton/tta.cutile/tta.cutedsl")
         if not installed(k.backend):
             raise PluginError(
-                f"custom_plugin({name!r}): backend {k.backend!r} of {k.identity} is not installed (no module {BACKENDS[k.backend]!r})"
+                f"custom_plugin({name!r}): backend {k.backend!r} of {k.identity} is not installed (no module {KERNEL_DSLS[k.backend]!r})"
             )
 
 

@@ -20,11 +20,12 @@ import os
 import sys
 import time
 
+from .. import dtypes
 from ..aot.base import CompiledKernel, guards_hold, symbol_values, write_manifest
 from ..errors import TTAError
 from ..examples.kernels import examples
 
-_DTYPE_BY_TRT = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8", "INT32": "int32", "INT64": "int64", "BOOL": "bool", "UINT8": "uint8"}
+_DTYPE_BY_TRT = {trt: name for name, trt in dtypes.TENSORRT.items()}
 
 
 def _standin(plugin_version: str):

@@ -59,6 +59,7 @@ from typing import Any, Callable, List, Sequence, Tuple, Union
 from .. import ops
 from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
+from ..dtypes import TENSORRT as TRT_DTYPES
 from ..errors import PluginError
 from . import qdp_shapes, tactics as _tactics
 
@@ -66,19 +67,6 @@ NAMESPACE = "tta"
 
 # "Leave this target option as it is" (a new plugin starts at sm 90, max_ptx 90, no CUBIN).
 KEEP = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
-
-# tta dtype names -> TensorRT DataType member names (autotune strings and descriptor dtypes).
-TRT_DTYPES = {
-    "float32": "FLOAT",
-    "float16": "HALF",
-    "bfloat16": "BF16",
-    "int8": "INT8",
-    "uint8": "UINT8",
-    "int32": "INT32",
-    "int64": "INT64",
-    "bool": "BOOL",
-    "float8_e4m3fn": "FP8",
-}
 
 CUBIN_REFUSAL = (
     "its kernel is a CUBIN ({backend}) and TensorRT documents only PTX for AOT plugins; {why}. Use a kernel that "
