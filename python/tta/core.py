@@ -54,10 +54,6 @@ def _calls_core(fn: Callable[..., _T]) -> Callable[..., _T]:
 
 # -- graph values crossing the boundary -------------------------------------------------------
 
-def _dim(text: str) -> int | str:
-    return int(text) if text.lstrip("-").isdigit() else text
-
-
 @dataclass(frozen=True)
 class Port:
     """A value crossing a region's boundary: a tensor (``dtype``, ``shape``) or an integer
@@ -77,7 +73,7 @@ class Port:
     @staticmethod
     def decode(d: Mapping[str, Any]) -> "Port":
         if d["kind"] == "tensor":
-            return Port(d["name"], "tensor", dtype=d["dtype"], shape=tuple(_dim(s) for s in d["shape"]), mutated=d.get("mutated", False))
+            return Port(d["name"], "tensor", dtype=d["dtype"], shape=tuple(d["shape"]), mutated=d.get("mutated", False))
         return Port(d["name"], d["kind"], expr=d["expr"], mutated=d.get("mutated", False))
 
     def signature(self) -> tuple:
@@ -274,7 +270,7 @@ def meta_document(meta: Mapping[str, Sequence[MetaOutput] | str]) -> dict:
 def decode_meta(doc: Mapping[str, Any]) -> dict[str, list[MetaOutput] | str]:
     """The inverse of ``meta_document`` (a graph file's ``"meta"``)."""
     return {
-        rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(_dim(str(d)) for d in o["shape"])) for o in v["ok"]]
+        rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(o["shape"])) for o in v["ok"]]
         for rid, v in doc.items()
     }
 
