@@ -387,6 +387,13 @@ def qdp_layout(roles: Sequence[ParamRole]) -> tuple[list[int], QdpSlots]:
 
 
 @_calls_core
+def check_qdp_roles(roles: Sequence[ParamRole], inputs: int, outputs: int) -> None:
+    """Raise unless parameters with these roles take each of the ``inputs`` inputs and
+    ``outputs`` outputs exactly once (TensorRT passes one pointer for each)."""
+    _core.ptx_check_qdp_roles(_compact([list(r) for r in roles]), inputs, outputs)
+
+
+@_calls_core
 def ptx_to_qdp_abi(ptx: str, entry: str, *, roles: Sequence[ParamRole] | None = None, slots: QdpSlots | None = None,
                    trailing_scratch: Sequence[int] = (), max_version: str | None = None) -> tuple[str, PtxEntry]:
     """All QDP changes at once: drop trailing scratch parameters (sizes must be 0), put the

@@ -87,6 +87,25 @@ impl QdpSlots {
     }
 }
 
+/// TensorRT passes one pointer for every input and output: a kernel whose parameters have these
+/// roles must take each of the `inputs` inputs and `outputs` outputs exactly once.
+pub fn check_roles(roles: &[ParamRole], inputs: usize, outputs: usize) -> Result<()> {
+    let ports = || [(Role::Input, inputs), (Role::Output, outputs)].into_iter().flat_map(|(r, n)| (0..n).map(move |k| (r, k)));
+    let times = |port: ParamRole| roles.iter().filter(|&&r| r == port).count();
+    let name = |(role, k): ParamRole| format!("{} {k}", if role == Role::Input { "input" } else { "output" });
+    if let Some((port, n)) = ports().map(|p| (p, times(p))).find(|&(_, n)| n > 1) {
+        let times = if n == 2 { "twice".to_owned() } else { format!("{n} times") };
+        return Err(ptx_err(format!("{} is passed {times}; TensorRT passes each buffer once", name(port))));
+    }
+    if let Some(port) = ports().find(|&p| times(p) == 0) {
+        return Err(ptx_err(format!(
+            "{} is not passed to the kernel; TensorRT passes a pointer for every input and output, so the kernel must take each of them once",
+            name(port)
+        )));
+    }
+    Ok(())
+}
+
 /// The order and slots a spec asks for, from its roles or as given.
 fn layout(spec: &QdpSpec) -> Result<(Option<Vec<usize>>, Option<QdpSlots>)> {
     match &spec.roles {
@@ -213,6 +232,18 @@ mod tests {
         assert_eq!(to_qdp_abi(SRC, &by_roles).unwrap(), to_qdp_abi(SRC, &spec()).unwrap());
         let both = QdpSpec { roles: by_roles.roles.clone(), ..spec() };
         assert!(to_qdp_abi(SRC, &both).unwrap_err().message.contains("not both"));
+    }
+
+    #[test]
+    fn each_input_and_output_is_taken_once() {
+        let roles = [(Role::Input, 0), (Role::Extra, 0), (Role::Output, 0)];
+        assert!(check_roles(&roles, 1, 1).is_ok());
+        let e = check_roles(&[(Role::Input, 0), (Role::Input, 0), (Role::Output, 0)], 1, 1).unwrap_err();
+        assert_eq!(e.message, "input 0 is passed twice; TensorRT passes each buffer once");
+        let e = check_roles(&[(Role::Output, 0); 3], 1, 1).unwrap_err();
+        assert_eq!(e.message, "output 0 is passed 3 times; TensorRT passes each buffer once");
+        let e = check_roles(&roles, 2, 1).unwrap_err();
+        assert!(e.message.starts_with("input 1 is not passed to the kernel; "), "{}", e.message);
     }
 
     #[test]

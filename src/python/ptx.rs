@@ -16,6 +16,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ptx_to_qdp_abi, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_qdp_layout, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_check_cubin_slots, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_check_qdp_roles, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_from_cubin, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_cubin_params, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_max_isa_for_driver, m)?)?;
@@ -97,6 +98,16 @@ fn ptx_qdp_layout(roles_json: &str) -> PyResult<String> {
     guarded("ptx_qdp_layout", roles_json, || {
         let roles: Vec<ptx::ParamRole> = serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
         Ok(json(&serde_json::json!({"order": ptx::qdp_order(&roles), "slots": ptx::QdpSlots::of(&roles)})))
+    })
+}
+
+/// Raise unless parameters with these roles (`[[role, index], ..]`) take each of `inputs` inputs
+/// and `outputs` outputs exactly once.
+#[pyfunction]
+fn ptx_check_qdp_roles(roles_json: &str, inputs: usize, outputs: usize) -> PyResult<()> {
+    guarded("ptx_check_qdp_roles", roles_json, || {
+        let roles: Vec<ptx::ParamRole> = serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
+        ptx::check_roles(&roles, inputs, outputs).map_err(to_py)
     })
 }
 

@@ -53,7 +53,7 @@ from .cutedsl_ir import LaunchHook, dynamic_smem_from_host_ir
 from .cutile import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from .driver import Artifact, Backend
 from .record import patched
-from .session import Session, check_each_port_once, constant_int
+from .session import Session, constant_int
 
 # Recording addresses: port slot s is at _BASE + (s << 32) (aligned for any assumed_align).
 _BASE = 0x7A7A << 48
@@ -345,7 +345,7 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
         raise PluginError(f"{here}: expected one kernel in the PTX, found {[e.name for e in entries]}")
     entry = entries[0]
     params = launch.params  # the kernel's runtime params in declaration order: (role, index)
-    check_each_port_once(params, len(plan.input_dtypes), len(plan.output_dtypes), here)
+    ptxabi.check_each_port_once(params, len(plan.input_dtypes), len(plan.output_dtypes), here)
     slots = ptxabi.slots_of(params)
     reqntid = entry.reqntid
     if reqntid and tuple(reqntid) + (1,) * (3 - len(reqntid)) != tuple(launch.block):

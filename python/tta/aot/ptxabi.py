@@ -39,6 +39,15 @@ def slots_of(roles: Sequence[ParamRole]) -> QdpSlots:
     return core.qdp_layout(roles)[1]
 
 
+def check_each_port_once(roles: Sequence[ParamRole], n_inputs: int, n_outputs: int, here: str) -> None:
+    """TensorRT passes a pointer for every input and output: the kernel takes each once.
+    ``roles``: the kernel's runtime parameters as (role, index)."""
+    try:
+        core.check_qdp_roles(roles, n_inputs, n_outputs)
+    except GraphError as e:
+        raise PluginError(f"{here}: {e}") from None
+
+
 def to_qdp_abi(
     ptx: str,
     *,

@@ -45,7 +45,7 @@ from .driver import Artifact, Backend
 from . import triton_tuning
 from .record import patched
 from .triton_specialize import bind_floats
-from .session import Session, check_each_port_once, constant_int
+from .session import Session, constant_int
 
 @dataclass
 class TritonLaunch:
@@ -241,7 +241,7 @@ def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPla
             )
         raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which a TensorRT AOT kernel cannot take")
 
-    check_each_port_once([(p.role, p.index) for p in params], len(session.inputs), len(session.outputs), here)
+    ptxabi.check_each_port_once([(p.role, p.index) for p in params if p.role != "constexpr"], len(session.inputs), len(session.outputs), here)
 
     grid_exprs = session.grid(launch.grid(dict(values)) if callable(launch.grid) else launch.grid, here)
 
