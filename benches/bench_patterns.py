@@ -173,7 +173,7 @@ def main() -> None:
     print("2. synthetic chain, pattern relu(x + y) * 2.0")
     ex = (torch.randn(16, 16), torch.randn(16, 16))
     compare(f"synthetic-{args.nodes}", synthetic(args.nodes), add_relu_scale, ex, impl, args.repeat)
-    res = tta.lower_pattern(add_relu_scale, impl, ex).apply(synthetic(args.nodes))
+    res = tta.lower_pattern(add_relu_scale, impl, ex).apply(synthetic(args.nodes), on_refused="keep")
     t = res.timings
     print(f"   full tta.rewrite: {t['total_s'] * 1e3:.0f} ms for {len(res.outlined)} outlined regions "
           f"(serialize {t['serialize_s'] * 1e3:.0f} ms, pass {t['pass_s'] * 1e3:.0f} ms, apply {t['apply_s'] * 1e3:.0f} ms)")

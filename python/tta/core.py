@@ -224,10 +224,10 @@ class Outcome:
         return json.loads(self._raw.timings_json())
 
     @_calls_core
-    def check_delta(self, delta: Mapping[str, Any]) -> None:
-        """Raise GraphError(kind="mismatch") unless ``delta`` ({"order", "nodes"}) describes
-        the rewritten graph."""
-        self._raw.check_delta(_compact(delta))
+    def check_delta(self, delta: Mapping[str, Any] | str) -> None:
+        """Raise GraphError(kind="mismatch") unless ``delta`` ({"order", "nodes"}, or its JSON
+        text) describes the rewritten graph."""
+        self._raw.check_delta(delta if isinstance(delta, str) else _compact(delta))
 
     @_calls_core
     def check_matches(self, graph_json: str) -> None:

@@ -1,8 +1,8 @@
 """torch.fx graph -> graph JSON (docs/graph-format.md), the input of the Rust pass.
 
-Written for speed: 100k-node graphs serialize in well under a second. Per-target facts (the
-qualified name, which arguments the op writes, whether it returns a view) are computed once
-per target; stack traces are parsed once per distinct string.
+Written for speed, close to the cost of walking the fx graph: node text is assembled from
+pieces computed once per target (name, written arguments, views), per tensor shape, per
+``nn_module_stack`` and per stack trace, without building a dict per node.
 """
 
 from __future__ import annotations
@@ -191,81 +191,197 @@ class NoGC:
             gc.enable()
 
 
+def _json(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":"), allow_nan=False, check_circular=False)
+
+
+def _text(s: str) -> str:
+    """A JSON string literal; fx names and targets are nearly always plain identifiers, which
+    need no escaping."""
+    if s.isascii() and s.isidentifier():
+        return '"' + s + '"'
+    return json.dumps(s)
+
+
+# The JSON of a tensor value by (dtype, sizes, strides): exported graphs repeat a few shapes
+# on thousands of nodes, and each node has its own fake tensor.
+_VAL_TEXT: dict[tuple, str] = {}
+
+
+def value_text(v: Any) -> str:
+    """``node.meta["val"]`` -> JSON text."""
+    if isinstance(v, torch.Tensor):
+        strided = v.layout == torch.strided
+        try:
+            key = (v.dtype, v.shape, v.stride() if strided else None)
+            hit = _VAL_TEXT.get(key)
+        except TypeError:  # symbolic sizes do not hash
+            key, hit = None, None
+        if hit is None:
+            hit = _json(encode_value(v))
+            if key is not None:
+                _VAL_TEXT[key] = hit
+        return hit
+    if type(v) is tuple or type(v) is list:
+        return "[" + ",".join([value_text(x) for x in v]) + "]"
+    return _json(encode_value(v))
+
+
+def arg_text(a: Any) -> str:
+    """A node argument -> JSON text (``encode_arg``'s JSON)."""
+    if isinstance(a, torch.fx.Node):
+        return '{"ref":' + _text(a.name) + "}"
+    t = type(a)
+    if t is int:
+        return str(a)
+    if t is float and a - a == 0:  # finite: JSON's own float text
+        return float.__repr__(a)
+    if t is tuple or t is list:
+        return "[" + ",".join([arg_text(x) for x in a]) + "]"
+    if a is None:
+        return "null"
+    if t is str:
+        return _text(a)
+    if t is bool:
+        return "true" if a else "false"
+    try:
+        hit = _LITERAL_TEXT.get((t, a))
+    except TypeError:
+        return _json(encode_arg(a))
+    if hit is None:
+        hit = _json(encode_arg(a))
+        if t in _CACHED_LITERALS:
+            _LITERAL_TEXT[(t, a)] = hit
+    return hit
+
+
+# dtypes, devices, layouts and memory formats recur on many nodes.
+_CACHED_LITERALS = frozenset((torch.dtype, torch.device, torch.layout, torch.memory_format))
+_LITERAL_TEXT: dict[tuple, str] = {}
+
+
 # Per-target facts never change; shared by every serializer in the process. Keyed by id():
 # OpOverload hashes in Python, which costs more than the lookup; the entry keeps the target
 # alive, so its id cannot be reused.
 _TARGET_INFOS: dict[int, tuple[Any, "_TargetInfo"]] = {}
+# `"source"` members by stack trace text (the same trace recurs on every op of a source line).
+_SOURCE_TEXT: dict[str, str] = {}
+_CALLS = frozenset(("call_function", "call_method", "call_module", "get_attr"))
 
 
 class Serializer:
-    """fx graph -> graph JSON, remembering each node's encoding together with the objects it
-    was made from (``args``, ``kwargs``, ``meta["val"]``). fx replaces those objects whenever a
-    node is rewired, so after an edit ``delta`` re-encodes exactly the nodes whose inputs
-    changed, and the pass checks that delta instead of a second full serialization."""
+    """fx graph -> graph JSON text, written directly (no intermediate dicts), remembering each
+    node's text together with the objects it was made from (``args``, ``kwargs``,
+    ``meta["val"]``). fx replaces those objects whenever a node is rewired, so after an edit
+    ``delta`` re-encodes exactly the nodes whose inputs changed, and the pass checks that delta
+    instead of a second full serialization.
+
+    Tags are written as the annotations left them, placeholders included; which tags make a
+    region member is the pass's rule (``src/regions/collect.rs``)."""
 
     def __init__(self, weights: frozenset[str] = frozenset(), declared: dict[str, dict] | None = None) -> None:
         """``weights``: names of placeholders holding parameters, buffers or constants.
         ``declared``: what region markers add to a region's declaration (``markers.py``)."""
         self._infos = _TARGET_INFOS
-        self._stacks: dict[int, tuple[dict, list]] = {}
-        self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, dict]] = {}
+        self._heads: dict[int, tuple] = {}
+        self._vals: dict[int, tuple[Any, str]] = {}
+        self._stacks: dict[int, tuple[dict, str]] = {}
+        self._stack_texts: dict[tuple, str] = {}
+        self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, str]] = {}
         self.regions: dict[str, dict] = {}
         self._weights = weights
         self._declared = declared or {}
 
+    def graph_json(self, graph: torch.fx.Graph, declare_all: bool = False) -> str:
+        """The document's text. ``declare_all`` also declares the marker-declared regions that
+        tag no node (the pass refuses them as empty)."""
+        with NoGC():
+            encode = self._encode
+            nodes = ",".join([encode(n) for n in graph.nodes])
+        if declare_all:
+            for rid, decl in self._declared.items():
+                self.regions.setdefault(rid, decl)
+        regions = ',"regions":' + _json(self.regions) if self.regions else ""
+        return '{"format":"' + FORMAT + '","version":' + str(VERSION) + ',"nodes":[' + nodes + "]" + regions + "}"
+
     def graph_to_dict(self, graph: torch.fx.Graph) -> dict:
-        with NoGC():
-            nodes = []
-            for n in graph.nodes:
-                d = self._encode(n)
-                self._seen[n] = (n.args, n.kwargs, n.meta.get("val"), d)
-                nodes.append(d)
-        out = {"format": FORMAT, "version": VERSION, "nodes": nodes}
-        if self.regions:
-            out["regions"] = self.regions
-        return out
+        return json.loads(self.graph_json(graph))
 
-    def delta(self, graph: torch.fx.Graph) -> dict:
-        """Node order plus the encodings of nodes that are new or whose inputs changed."""
+    def delta(self, graph: torch.fx.Graph) -> str:
+        """JSON text of the node order plus the encodings of nodes that are new or whose inputs
+        changed."""
         with NoGC():
-            order, changed = [], {}
+            order, changed = [], []
+            seen = self._seen
             for n in graph.nodes:
-                order.append(n.name)
-                seen = self._seen.get(n)
-                if seen is None or seen[0] is not n.args or seen[1] is not n.kwargs or seen[2] is not n.meta.get("val"):
-                    changed[n.name] = self._encode(n)
-        return {"order": order, "nodes": changed}
+                name = _text(n.name)
+                order.append(name)
+                s = seen.get(n)
+                if s is None or s[0] is not n.args or s[1] is not n.kwargs or s[2] is not n.meta.get("val"):
+                    changed.append(name + ":" + self._encode(n))
+        return '{"order":[' + ",".join(order) + '],"nodes":{' + ",".join(changed) + "}}"
 
-    def _info(self, target: Any) -> _TargetInfo:
+    def _head(self, target: Any, op: str) -> tuple:
+        """(target, op, the node text after its name, the text that closes it) for ``op`` on
+        ``target``: what every node of that target shares."""
         hit = self._infos.get(id(target))
         if hit is None or hit[0] is not target:
             hit = self._infos[id(target)] = (target, _TargetInfo(target))
-        return hit[1]
+        info = hit[1]
+        tail = (',"mutates":' + _json(info.writes) if info.writes else "") + (',"aliases":true' if info.aliases else "")
+        return (target, op, ',"op":"' + op + '","target":' + _text(info.name), tail)
 
-    def _encode(self, n: torch.fx.Node) -> dict:
+    def _stack_text(self, stack: dict) -> str:
+        # Export gives every node its own copy of the stack: look it up by content (keys are
+        # module paths, so the keys alone are one lookup), identity first.
+        cached = self._stacks.get(id(stack))
+        if cached is not None and cached[0] is stack:
+            return cached[1]
+        try:
+            key = tuple(stack.items())
+            text = self._stack_texts.get(key)
+        except TypeError:  # an unhashable entry
+            key, text = None, None
+        if text is None:
+            entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
+            text = ',"module":' + _json(entries[-1]) + ',"module_stack":' + _json(entries)
+            if key is not None:
+                self._stack_texts[key] = text
+        self._stacks[id(stack)] = (stack, text)
+        return text
+
+    def _encode(self, n: torch.fx.Node) -> str:
         op = n.op
-        if op in ("call_function", "call_method", "call_module", "get_attr"):
-            info = self._info(n.target)
-            d = {"name": n.name, "op": op, "target": info.name}
+        name = n.name
+        text = '{"name":' + ('"' + name + '"' if name.isidentifier() and name.isascii() else json.dumps(name))
+        if op in _CALLS:
+            target = n.target
+            head = self._heads.get(id(target))
+            if head is None or head[0] is not target or head[1] != op:
+                head = self._heads[id(target)] = self._head(target, op)
+            text += head[2]
+            tail = head[3]
         else:
-            info = None
-            d = {"name": n.name, "op": op, "target": n.target if op == "placeholder" else "output"}
-        if n.args:
-            d["args"] = [encode_arg(a) for a in n.args]
-        if n.kwargs:
-            d["kwargs"] = {k: encode_arg(v) for k, v in n.kwargs.items()}
+            text += ',"op":"' + op + '","target":' + (_text(n.target) if op == "placeholder" else '"output"')
+            tail = ""
+        args = n.args
+        if args:
+            text += ',"args":[' + ",".join([arg_text(a) for a in args]) + "]"
+        kwargs = n.kwargs
+        if kwargs:
+            text += ',"kwargs":{' + ",".join([_text(k) + ":" + arg_text(v) for k, v in kwargs.items()]) + "}"
         meta = n.meta
         val = meta.get("val")
         if val is not None:
-            d["val"] = encode_value(val)
+            hit = self._vals.get(id(val))
+            if hit is None or hit[0] is not val:
+                hit = self._vals[id(val)] = (val, ',"val":' + value_text(val))
+            text += hit[1]
         custom = meta.get("custom")
-        # Strict export creates an input's placeholder lazily, when the traced code first reads
-        # it, so an input first read inside a region gets the region's tag. Reading an input
-        # does not put it in the region: placeholders are written without tags.
-        if custom and op != "placeholder":
+        if custom:
             tags = [k[len(TAG_PREFIX):] for k in custom if k.startswith(TAG_PREFIX)]
             if tags:
-                d["regions"] = tags
+                text += ',"regions":' + _json(tags)
                 for t in tags:
                     if t not in self.regions:
                         decl = custom[TAG_PREFIX + t]
@@ -273,24 +389,19 @@ class Serializer:
                         self.regions[t] = {**self._declared.get(t, {}), **decl}
         stack = meta.get("nn_module_stack")
         if stack:
-            cached = self._stacks.get(id(stack))
-            if cached is None or cached[0] is not stack:
-                entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
-                cached = self._stacks[id(stack)] = (stack, entries)
-            entries = cached[1]
-            d["module"] = entries[-1]
-            d["module_stack"] = entries
-        src = first_user_frame(meta.get("stack_trace"))
-        if src is not None:
-            d["source"] = src
-        if op == "placeholder" and n.name in self._weights:
-            d["weight"] = True
-        if info is not None:
-            if info.writes:
-                d["mutates"] = info.writes
-            if info.aliases:
-                d["aliases"] = True
-        return d
+            text += self._stack_text(stack)
+        trace = meta.get("stack_trace")
+        if trace:
+            src = _SOURCE_TEXT.get(trace)
+            if src is None:
+                where = first_user_frame(trace)
+                src = _SOURCE_TEXT[trace] = "" if where is None else ',"source":' + _json(where)
+            text += src
+        if op == "placeholder" and name in self._weights:
+            text += ',"weight":true'
+        text += tail + "}"
+        self._seen[n] = (args, kwargs, val, text)
+        return text
 
 
 def graph_to_dict(graph: torch.fx.Graph) -> dict:
@@ -300,8 +411,8 @@ def graph_to_dict(graph: torch.fx.Graph) -> dict:
 
 def dumps(doc: dict) -> str:
     """Compact JSON text of a freshly built graph dict (no cycles: json's check is skipped)."""
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False, check_circular=False)
+    return _json(doc)
 
 
 def to_json(graph: torch.fx.Graph) -> str:
-    return dumps(graph_to_dict(graph))
+    return Serializer().graph_json(graph)

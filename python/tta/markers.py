@@ -74,14 +74,18 @@ def drop_from_doc(doc: dict) -> None:
     doc["nodes"] = [n for n in doc["nodes"] if n.get("target") != TARGET]
 
 
+def present(g: torch.fx.Graph) -> bool:
+    """Whether ``g`` has markers (``take`` would change it)."""
+    return bool(g.find_nodes(op="call_function", target=REGION))
+
+
 def take(g: torch.fx.Graph, root: torch.nn.Module) -> tuple[list[Marker], list[Marker]]:
     """Erase the markers from ``g``; return them, and the markers found in subgraphs of ``root``
     (branches of ``torch.cond`` and other higher-order ops), which are left where they are."""
     top = []
-    for n in list(g.nodes):
-        if n.op == "call_function" and n.target is REGION:
-            top.append(_read(n, None))
-            g.erase_node(n)
+    for n in g.find_nodes(op="call_function", target=REGION):
+        top.append(_read(n, None))
+        g.erase_node(n)
     nested = []
     for path, mod in root.named_modules():
         if path and isinstance(mod, torch.fx.GraphModule):

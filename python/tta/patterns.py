@@ -17,6 +17,7 @@ import copy
 import inspect
 import json
 import warnings
+import weakref
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
@@ -107,7 +108,19 @@ class PatternSelector:
         key = (decomposed, dtype, symbolic)
         doc = self._docs.get(key)
         if doc is None:
-            doc = self._docs[key] = self._export(decomposed, dtype, symbolic)
+            # Another selector of the same pattern and examples (a second `lower_pattern` call)
+            # exported this form already.
+            shared = _export_cache(self.pattern)
+            full = (key, _examples_key(self.pattern, self.example_inputs, self.example_kwargs))
+            try:
+                doc = shared.get(full) if shared is not None else None
+            except TypeError:  # an example that does not hash
+                shared = None
+            if doc is None:
+                doc = self._export(decomposed, dtype, symbolic)
+                if shared is not None:
+                    shared[full] = doc
+            self._docs[key] = doc
         return doc
 
     def forms(self, decomposed: bool, target_dtypes: Sequence[torch.dtype] = ()) -> list[dict]:
@@ -187,6 +200,53 @@ class PatternSelector:
 
     def __repr__(self) -> str:
         return f"PatternSelector({self.name}, impl={self.impl.key})"
+
+
+# Exported pattern graphs by pattern object (function or module), then by form and examples.
+# Export traces the examples as fake tensors, so only their kind, dtype, shape, strides and
+# device shape the graph (with a module's parameter and buffer shapes and its training flag);
+# a pattern object that cannot be weakly referenced is not cached.
+_EXPORTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _export_cache(pattern: Any) -> dict | None:
+    try:
+        return _EXPORTS.setdefault(pattern, {})
+    except TypeError:
+        return None
+
+
+def _example_key(v: Any) -> Any:
+    if isinstance(v, torch.Tensor):
+        strides = v.stride() if v.layout == torch.strided else None
+        return ("tensor", type(v), v.dtype, tuple(v.shape), strides, v.device, v.layout, v.requires_grad)
+    if isinstance(v, (list, tuple)):
+        return (type(v), tuple(_example_key(x) for x in v))
+    if isinstance(v, dict):
+        return (dict, tuple((k, _example_key(x)) for k, x in v.items()))
+    if v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device)):
+        return (type(v), v)
+    return ("object", id(v), v)  # identity: the pattern may read anything on it
+
+
+def _cell_key(cell: Any) -> Any:
+    try:
+        return _example_key(cell.cell_contents)
+    except ValueError:  # a cell not yet filled
+        return ("empty",)
+
+
+def _examples_key(pattern: Any, args: tuple, kwargs: dict) -> tuple:
+    """What, beside the pattern object, decides its exported graph: the examples, a module's
+    weights and mode, a function's code, defaults and closed-over values."""
+    if isinstance(pattern, nn.Module):
+        named = [*pattern.named_parameters(), *pattern.named_buffers()]
+        state = (pattern.training, tuple((name, _example_key(t)) for name, t in named))
+    else:
+        cells = tuple(_cell_key(c) for c in getattr(pattern, "__closure__", None) or ())
+        state = (getattr(pattern, "__code__", None), _example_key(getattr(pattern, "__defaults__", None)),
+                 _example_key(getattr(pattern, "__kwdefaults__", None)), cells)
+    return (_example_key(args), _example_key(kwargs), state)
 
 
 def _export_dynamic(module: nn.Module, args: tuple, kwargs: dict, name: str):

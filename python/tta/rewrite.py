@@ -9,6 +9,7 @@ then hand the copy out. ``find_regions`` and ``lower_modules`` run the same pass
 from __future__ import annotations
 
 import contextlib
+import json
 import copy
 import operator
 import threading
@@ -21,6 +22,8 @@ import torch
 import torch.fx
 from torch import nn
 from torch.export import ExportedProgram
+from torch.export import exported_program as _exported
+from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from . import core, graph, markers, ops, refusals
 from . import selectors as _selectors
@@ -160,26 +163,44 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], move
         nodes[mv.after].append(nodes[mv.node])
 
 
+# What ExportedProgram.__init__ sets. `with_new_graph` builds a program field by field only
+# when the given one has exactly these (the constructor's own path otherwise).
+_PROGRAM_FIELDS = frozenset(("_graph_module", "_graph_signature", "_state_dict", "_range_constraints", "_module_call_graph",
+                             "_example_inputs", "_constants", "_verifiers", "_guards_code"))
+
+
 def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
     """A new ExportedProgram over the rewritten graph (the original module is the root its
-    attributes come from), with output specs following renamed nodes. Built directly rather
-    than through a GraphModule so fx generates the module's code once."""
+    attributes come from), with output specs following renamed nodes.
+
+    It is what ExportedProgram's constructor builds, except that the module's Python code is
+    generated when first used (a lazy GraphModule, as inductor's passes use): generating it for
+    a model-sized graph costs more than the whole rewrite, and a program handed to a compiler
+    is often never run as Python. The verifier still runs."""
     sig = copy.deepcopy(ep.graph_signature)
     out_node = next(n for n in reversed(g.nodes) if n.op == "output")
     for spec, arg in zip(sig.output_specs, out_node.args[0]):
         if isinstance(arg, torch.fx.Node) and hasattr(spec.arg, "name"):
             spec.arg.name = arg.name
-    return ExportedProgram(
-        root=ep.graph_module,
-        graph=g,
-        graph_signature=sig,
-        state_dict=ep.state_dict,
-        range_constraints=copy.deepcopy(ep.range_constraints),
-        module_call_graph=copy.deepcopy(ep._module_call_graph),
-        example_inputs=ep.example_inputs,
-        constants=ep.constants,
-        verifiers=ep.verifiers,
-    )
+    range_constraints = copy.deepcopy(ep.range_constraints)
+    module_call_graph = copy.deepcopy(ep._module_call_graph)
+    if set(vars(ep)) != _PROGRAM_FIELDS:
+        return ExportedProgram(root=ep.graph_module, graph=g, graph_signature=sig, state_dict=ep.state_dict,
+                               range_constraints=range_constraints, module_call_graph=module_call_graph,
+                               example_inputs=ep.example_inputs, constants=ep.constants, verifiers=ep.verifiers)
+    g._codegen = torch.fx.graph.CodeGen()  # a flat graph, as the constructor makes it
+    gm = _LazyGraphModule(ep.graph_module, g)
+    gm.meta.update(ep.graph_module.meta)
+    _exported._common_getitem_elimination_pass(gm, sig, module_call_graph)
+    new = copy.copy(ep)
+    new._graph_module = gm
+    new._graph_signature = sig
+    new._range_constraints = range_constraints
+    new._module_call_graph = module_call_graph
+    new.validate()
+    # meta_impls ran under the program's shape environment and may have added guards.
+    new._guards_code = _exported._convert_guards_to_code(gm)
+    return new
 
 
 def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
@@ -212,33 +233,29 @@ def _weight_names(program: Any) -> frozenset[str]:
 
 
 def _document(g: torch.fx.Graph, weights: frozenset[str] = frozenset(),
-              declared: dict[str, dict] | None = None) -> tuple[dict, graph.Serializer]:
+              declared: dict[str, dict] | None = None) -> tuple[str, graph.Serializer]:
+    """The graph JSON text the pass reads. A region whose `with` block traced nothing has a
+    marker but no tagged node: it is declared too, and the pass refuses it as empty."""
     serializer = graph.Serializer(weights, declared)
-    doc = serializer.graph_to_dict(g)
-    # A region whose `with` block traced nothing has a marker but no tagged node: declare it,
-    # and the pass refuses it as empty.
-    for rid, decl in (declared or {}).items():
-        doc.setdefault("regions", {}).setdefault(rid, decl)
-    return doc, serializer
+    return serializer.graph_json(g, declare_all=True), serializer
 
 
 def graph_document(program: Any, caller: str) -> dict:
     """The graph JSON of ``program`` exactly as ``tta.rewrite`` hands it to the pass (region
     markers taken out, weights and marker declarations in)."""
-    g = _copy_graph(_graph_of(program, caller))
+    g = _graph_of(program, caller)
+    g = _copy_graph(g) if markers.present(g) else g  # taking the markers out changes it
     found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
-    return _document(g, _weight_names(program), markers.declared(found))[0]
+    return json.loads(_document(g, _weight_names(program), markers.declared(found))[0])
 
 
 def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
              declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
     """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
     ``declared`` (from the region markers) are what the graph alone does not say."""
-    doc, serializer = _document(g, weights, declared)
-    graph_json = graph.dumps(doc)
+    graph_json, serializer = _document(g, weights, declared)
     selectors_doc, selector_impls = _selectors.encode(selectors, g)
-    impls = declarations({r["impl"] for r in doc.get("regions", {}).values()} | selector_impls)
-    del doc
+    impls = declarations({r["impl"] for r in serializer.regions.values()} | selector_impls)
     return core.analyze(graph_json, impls, selectors_doc), serializer
 
 
@@ -295,7 +312,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
         _apply(g, root, outcome.edits, outcome.moves, summary)
     lap("apply")
     if check == "full":
-        outcome.check_matches(graph.dumps(graph.Serializer(weights, declared).graph_to_dict(g)))
+        outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
     elif check:
         outcome.check_delta(serializer.delta(g))
     lap("check")
@@ -335,7 +352,9 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
     (overlap, not convex, leaked values, unregistered impl), the ``reason``. The impl's
     signature and ``meta_impl`` are not checked here. For inspecting selectors."""
     with graph.NoGC():
-        g = _copy_graph(_graph_of(program, "tta.find_regions"))
+        g = _graph_of(program, "tta.find_regions")
+        # Only taking the markers out changes the graph; without them it is read as it is.
+        g = _copy_graph(g) if markers.present(g) else g
         found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
         analysis, _ = _analyze(g, selectors, _weight_names(program), markers.declared(found))
         return analysis.members()

@@ -6,6 +6,9 @@ use indexmap::IndexMap;
 
 /// One region per declared tag, ordered by first member. `get_attr` nodes are not members:
 /// they only name a constant, which becomes a region input like any other outside value.
+/// Placeholders are not members either: strict export creates an input's placeholder lazily,
+/// when the traced code first reads it, so an input first read inside a region carries the
+/// region's tag, and reading an input does not put it in the region.
 pub fn from_annotations(g: &Graph) -> Vec<Region> {
     let mut by_id: IndexMap<&str, Region> = g
         .regions
@@ -22,7 +25,7 @@ pub fn from_annotations(g: &Graph) -> Vec<Region> {
         })
         .collect();
     for (i, node) in g.nodes.iter().enumerate() {
-        if node.op == OpKind::GetAttr {
+        if matches!(node.op, OpKind::GetAttr | OpKind::Placeholder) {
             continue;
         }
         for tag in &node.regions {

@@ -209,3 +209,41 @@ def test_a_pattern_name_given_twice_is_labelled_by_the_pass():
     assert [r.id for r in res.outlined] == ["pattern:op:0", "pattern:op#2:0"], str(res)
     msgs = [str(w.message) for w in caught if "occurs nowhere" in str(w.message)]
     assert len(msgs) == 1 and msgs[0].startswith("tta: pattern 'op#3' occurs nowhere in the graph; "), msgs
+
+
+def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decomposed, monkeypatch):
+    from tta.patterns import PatternSelector
+
+    _, _, _, ep = llama_decomposed
+    exports = []
+    real = PatternSelector._export
+
+    def counting(self, *args):
+        exports.append(self.name)
+        return real(self, *args)
+
+    monkeypatch.setattr(PatternSelector, "_export", counting)
+
+    def rms(x, w):  # a fresh function: nothing cached from other tests
+        return (torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x) * w
+
+    first = tta.lower_pattern(rms, sm.rmsnorm, example_rms()).apply(ep)
+    n = len(exports)
+    assert n >= 1 and len(first.outlined) == 5
+    again = tta.lower_pattern(rms, sm.rmsnorm, example_rms()).apply(ep)  # new selector, new tensors
+    assert len(exports) == n, "the same pattern and examples were exported again"
+    assert [r.nodes for r in again.outlined] == [r.nodes for r in first.outlined]
+    # Other example shapes, another pattern object, a module pattern with other weights: exported anew.
+    tta.lower_pattern(rms, sm.rmsnorm, (torch.randn(2, 4, 16), torch.randn(16))).apply(ep, on_refused="keep")
+    assert len(exports) > n
+    n = len(exports)
+    tta.lower_pattern(lambda x, w: rms(x, w), sm.rmsnorm, example_rms(), name="rms").apply(ep)
+    assert len(exports) > n
+    module = LlamaRMSNorm(32, eps=1e-6)
+    tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 32),)).apply(ep)
+    n = len(exports)
+    tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 32),)).apply(ep)
+    assert len(exports) == n
+    module.weight = nn.Parameter(torch.ones(16))  # other weight shapes: another graph
+    tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 16),)).graph_doc(True)
+    assert len(exports) == n + 1
