@@ -30,4 +30,8 @@ for venv in .venv-torch2.11 .venv-torch2.14; do
   step "demo ($venv)" "$venv/bin/python" examples/demo.py
 done
 step "pytest -m trt (Torch-TensorRT 2.14, tensorrt.plugin 11.1 and 11.4 over the stand-in)" \
-  .venv-torch2.14/bin/python -m pytest -m trt -q -p no:cacheprovider tests/python/trt
+  .venv-torch2.14/bin/python -m pytest -m "trt and not cutile and not cutedsl" -q -p no:cacheprovider tests/python/trt
+# cuTile and CuTeDSL live in .venv, the plugin package in .venv-torch2.14: custom ops with those kernels.
+step "pytest -m trt, cuTile and CuTeDSL custom ops (.venv with the plugin package of .venv-torch2.14)" \
+  env TTA_TRT_BINDINGS=.venv-torch2.14/lib/python3.11/site-packages .venv/bin/python -m pytest \
+  -m "trt and (cutile or cutedsl)" -q -p no:cacheprovider tests/python/trt/test_custom_op_dsl.py

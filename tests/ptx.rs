@@ -467,3 +467,27 @@ fn module_json_for_python() {
     );
     assert_eq!(v["entries"][0]["reqntid"], serde_json::json!([128]));
 }
+
+// ---- which parameters a kernel stores through ------------------------------------------------
+
+#[test]
+fn every_fixture_stores_only_through_its_output() {
+    // (fixture, parameter indices written): the output array of each kernel as make_ptx.py
+    // wrote it; cutile_gemm stores C by TMA, through its hidden tensor-map parameter 17.
+    let expected: &[(&str, &[usize])] = &[
+        ("cutedsl_add1", &[2]),
+        ("cutedsl_scale", &[0]),
+        ("cutile_add1", &[2]),
+        ("cutile_gemm", &[17]),
+        ("cutile_vadd", &[6]),
+        ("triton_add_default_isa", &[2]),
+        ("triton_add_isa90", &[2]),
+        ("triton_rowsum_isa90", &[0]),
+        ("triton_tma_add_isa90", &[2]),
+    ];
+    assert_eq!(expected.len(), manifest().as_object().unwrap().len(), "a fixture is missing here");
+    for (name, stored) in expected {
+        let got = ptx::stored_params(&read(&format!("{name}.ptx")), &entry_of(name)).unwrap();
+        assert_eq!(&got, stored, "{name}");
+    }
+}

@@ -455,3 +455,9 @@ def cubin_params(cubin: bytes, entry: str) -> list[CubinParam]:
 def max_isa_for_driver(cuda: str) -> str | None:
     """The newest PTX ISA a CUDA driver accepts ("13.0" -> "9.0"), None outside the table."""
     return _core.ptx_max_isa_for_driver(cuda)
+
+
+@_calls_core
+def ptx_stored_params(ptx: str, entry: str) -> list[int]:
+    """Indices of the parameters of ``entry`` the kernel may store through."""
+    return list(_core.ptx_stored_params(ptx, entry))

@@ -11,6 +11,7 @@
 //!   [`check_cubin_slots`]: the launch's layout rules.
 //! - [`debug_ptx_from_cubin`]: cuTile's PTX, which only exists inside its CUBIN;
 //!   [`cubin_params`]: the parameter layout ptxas recorded in a CUBIN.
+//! - [`stored_params`]: the parameters a kernel may write through.
 
 mod elf;
 mod isa;
@@ -19,10 +20,12 @@ mod parse;
 mod qdp;
 mod rewrite;
 mod span;
+mod stores;
 
 pub use elf::{cubin_params, debug_ptx_from_cubin, KernelParam};
 pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
 pub use span::Span;
+pub use stores::stored_params;
 pub use qdp::{check_cubin_slots, check_roles, check_slots, qdp_order, to_qdp_abi, ParamRole, QdpPtx, QdpSlots, QdpSpec, Role};
 pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};

@@ -20,6 +20,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ptx_from_cubin, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_cubin_params, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_max_isa_for_driver, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_stored_params, m)?)?;
     Ok(())
 }
 
@@ -140,4 +141,10 @@ fn ptx_max_isa_for_driver(cuda: &str) -> PyResult<Option<String>> {
         let cuda = cuda.parse().map_err(to_py)?;
         Ok(ptx::max_isa_for_driver(cuda).map(|v| v.to_string()))
     })
+}
+
+/// Indices of the parameters of `entry` the kernel may store through (see `ptx::stored_params`).
+#[pyfunction]
+fn ptx_stored_params(ptx_text: &str, entry: &str) -> PyResult<Vec<usize>> {
+    guarded("ptx_stored_params", ptx_text, || ptx::stored_params(ptx_text, entry).map_err(to_py))
 }

@@ -179,3 +179,21 @@ def test_toolchain_names_a_tileiras_for_sm90():
     info = cutile.toolchain()
     major, minor = map(int, info["tileiras"].split("."))
     assert (major, minor) >= (13, 3), info
+
+
+def test_inductor_kernel_bundle_of_a_cutile_plugin(tmp_path):
+    """What the Inductor backend launches for a cuTile region (tta_cubin::<op>): its kernels
+    compiled here per plugin name, one per config, saved and read back; the launcher picks by
+    dtype. The launch itself runs on the GPU (test_gpu_backends.py)."""
+    from tta.gpu import build_bundle, models
+    from tta.inductor.cubin_ops import Launcher
+    from tta.inductor.kernel_bundle import compile_bundle, load_bundle, save_bundle
+
+    model = models.DSLResidualBlock(models.dsl_add_relu_plugin("cutile"))
+    bundle = compile_bundle(model, build_bundle.example(4, torch.float16), build_bundle.dynamic_shapes(), sm=90, max_ptx=90)
+    assert list(bundle) == ["cutile_add_relu_e2e"]
+    kernels = bundle["cutile_add_relu_e2e"]
+    assert [dict(k.config)["TILE"] for k in kernels] == [1024, 256] and all(k.input_dtypes == ("float16", "float16") for k in kernels)
+    save_bundle(tmp_path / "b.json", bundle)
+    assert [k.entry for k in load_bundle(tmp_path / "b.json")["cutile_add_relu_e2e"]] == [k.entry for k in kernels]
+    assert Launcher("op", kernels, 1).pick(list(build_bundle.example(7, torch.float16))) == 0

@@ -149,9 +149,52 @@ def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
 
     x, y = torch.randn(4, 33), torch.randn(4, 33)
     program, report = _lowered(Block(), (x, y), _dyn(), None, False, "inductor")
-    assert [(r.runs, r.reason) for r in report.regions] == [(lowering.REGION_BODY, "no Triton kernel (kernels: cutile)")]
-    assert not any(str(n.target).startswith(("tta.", "tta_triton.")) for n in program.graph.nodes)
+    # No CUDA here, so its compiled kernel cannot be launched (on a GPU: tta_cubin::<op>, test_gpu_backends.py).
+    assert [(r.runs, r.reason) for r in report.regions] == [
+        (lowering.REGION_BODY, "no Triton kernel (kernels: cutile); its compiled kernel cannot run here: no CUDA device")]
+    assert not any(str(n.target).startswith(("tta.", "tta_triton.", "tta_cubin.")) for n in program.graph.nodes)
+    program, report = _lowered(Block(), (x, y), _dyn(), None, False, "aot_inductor")
+    assert "an AOTInductor package loads without tta" in report.regions[0].reason
     torch.testing.assert_close(program.module()(x, y), torch.relu(x + y))
+
+
+def _kernel(dtypes, guards=(), entry="k"):
+    from tta.aot.base import CompiledKernel
+
+    return CompiledKernel(backend="cutile", entry=entry, code=b"", code_format="cubin", grid=("1", "1", "1"), block=(1, 1, 1),
+                          shared_mem=0, extras=(), input_dtypes=dtypes, output_dtypes=dtypes[:1], output_shapes=(("i0_0",),),
+                          config=(), sm=90, meta={"guards": list(guards)})
+
+
+def test_compiled_kernel_choice_is_by_dtype_then_guards_and_remembered():
+    from tta.inductor.cubin_ops import Launcher
+
+    kernels = [_kernel(("float16", "float16"), ["i0_1 <= 1024"], "small"), _kernel(("float16", "float16"), [], "any"),
+               _kernel(("bfloat16", "bfloat16"), [], "bf16")]
+    launcher = Launcher("op", kernels, 1)
+    h, b = torch.float16, torch.bfloat16
+    assert launcher.pick([torch.empty(2, 1000, dtype=h)] * 2) == 0
+    assert launcher.pick([torch.empty(2, 4000, dtype=h)] * 2) == 1  # the first one's guard fails
+    assert launcher.pick([torch.empty(2, 4000, dtype=b)] * 2) == 2
+    assert len(launcher._choice) == 3
+    with pytest.raises(PluginError, match=r"no compiled kernel takes inputs \['float32', 'float32'\]"):
+        launcher.pick([torch.empty(2, 8)] * 2)
+
+
+def test_kernel_bundle_round_trip_and_errors(tmp_path):
+    from tta.aot.base import write_manifest
+    from tta.inductor.kernel_bundle import as_bundle, load_bundle, save_bundle
+
+    bundle = {"a": [_kernel(("float16",), entry="a0"), _kernel(("bfloat16",), entry="a1")], "b": [_kernel(("float32",), entry="b0")]}
+    save_bundle(tmp_path / "k.json", bundle)
+    got = load_bundle(tmp_path / "k.json")
+    assert {n: [k.entry for k in ks] for n, ks in got.items()} == {"a": ["a0", "a1"], "b": ["b0"]}
+    assert as_bundle(str(tmp_path / "k.json")).keys() == {"a", "b"} and as_bundle(None) == {}
+    write_manifest(str(tmp_path / "m.json"), [_kernel(("float16",))])
+    with pytest.raises(PluginError, match="without a plugin index"):
+        load_bundle(tmp_path / "m.json")
+    with pytest.raises(PluginError, match="kernels= takes"):
+        as_bundle(3)
 
 
 _LOAD = textwrap.dedent(
@@ -198,10 +241,11 @@ def test_a_refused_region_is_an_error_not_a_fallback():
         tta.compile(Wrong(), (torch.randn(2, 8), torch.randn(2, 8)), backend="inductor")
 
 
-@pytest.mark.parametrize("cols,block", [(256, 1024), (2048, 4096)])
+@pytest.mark.parametrize("cols,block", [(256, 1024), (2048, 2048), (3000, 4096)])
 def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
-    """RMSNorm's configs are BLOCK=1024 then 4096; a row of 2048 fails the first one's
-    assertion (its guard), so the graph Inductor compiles launches the second."""
+    """The Llama block's RMSNorm configs are BLOCK=1024, 2048, then 4096; a row longer than a
+    config's BLOCK fails its assertion (its guard), so the graph Inductor compiles launches the
+    first config that holds the row."""
     from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
     from tta.gpu.models import RMSNorm
@@ -244,3 +288,27 @@ def test_the_inductor_backend_never_imports_tensorrt():
     env = dict(os.environ, PYTHONPATH=PYTHON)
     r = subprocess.run([sys.executable, "-c", _NO_TRT], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
+
+
+def test_the_module_dynamo_compiles_has_no_export_wrapper_where_the_signature_is_flat():
+    """What torch.compile sees of the exported module: no forward hooks (they would run in
+    Python every call), and for positional tensors in and a tensor out, no pytree flattening
+    or export guard call either (they become per-call guards). Same outputs."""
+    from tta.inductor.compile import _for_dynamo
+
+    class Two(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.relu(x + y), x * 2
+
+    class Kw(torch.nn.Module):
+        def forward(self, x, *, scale):
+            return x * scale
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    for model, args, kwargs, flat in [(BodyOnlyBlock(), (x, y), {}, True), (Two(), (x, y), {}, True),
+                                      (Kw(), (x,), {"scale": y}, False)]:
+        ep = torch.export.export(model, args, kwargs, dynamic_shapes=None)
+        gm = _for_dynamo(ep.module())
+        assert not gm._forward_pre_hooks and not gm._forward_hooks
+        assert ("tree_flatten_spec" not in gm.code and "_guards_fn" not in gm.code) == flat, gm.code
+        torch.testing.assert_close(gm(*args, **kwargs), model(*args, **kwargs))

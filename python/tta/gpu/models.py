@@ -6,6 +6,9 @@ and the backend benchmark (``tta.gpu.bench_backends``).
 * ``llama``: a Llama-style decoder block; RMSNorm (twice) and SwiGLU's gate are regions,
   attention stays ``scaled_dot_product_attention``.
 * ``attention``: projections around a causal attention region run by a flash-attention kernel.
+
+And ``DSLResidualBlock``: the ResidualBlock with a cuTile or CuTeDSL add+ReLU kernel
+(``dsl_add_relu_plugin``), which the Inductor backend runs as its compiled artifact.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ import tta
 from tta.examples.kernels import add_relu, flash_attention, rmsnorm, swiglu
 
 ADD_RELU = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=add_relu.CONFIGS), meta_impl=add_relu.meta, name="fused_add_relu")
-RMSNORM = tta.custom_plugin(kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=rmsnorm.CONFIGS), meta_impl=rmsnorm.meta, name="rmsnorm")
+# The example's configs plus a BLOCK as long as the Llama block's 2048-wide rows: the first config
+# whose BLOCK holds the row is taken, and a row padded to 4096 lanes wastes half the threads.
+RMSNORM_CONFIGS = [{"BLOCK": b, "eps": 1e-6, "num_warps": 4 if b <= 1024 else 8} for b in (1024, 2048, 4096)]
+RMSNORM = tta.custom_plugin(kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=RMSNORM_CONFIGS), meta_impl=rmsnorm.meta, name="rmsnorm")
 SWIGLU = tta.custom_plugin(kernel=tta.triton(swiglu.launch_swiglu, configs=swiglu.CONFIGS), meta_impl=swiglu.meta, name="swiglu")
 ATTENTION = tta.custom_plugin(
     kernel=tta.triton(flash_attention.launch_flash_attention, configs=flash_attention.CONFIGS), meta_impl=flash_attention.meta,
@@ -32,6 +38,26 @@ ATTENTION = tta.custom_plugin(
 class ResidualBlock(nn.Module):
     def forward(self, x, y):
         with tta.lower_as(impl=ADD_RELU):
+            return torch.relu(x + y)
+
+
+def dsl_add_relu_plugin(backend: str):
+    """add+ReLU as a ``"cutile"`` or ``"cutedsl"`` plugin, from the example kernels. Declaring
+    it needs the DSL installed (where the kernels compile); see ``tta.gpu.build_bundle``."""
+    from tta.examples.kernels import cutedsl_add_relu, cutile_add_relu
+
+    example = {"cutile": cutile_add_relu, "cutedsl": cutedsl_add_relu}[backend]
+    spec = getattr(tta, backend)(example.launch_add_relu, configs=example.CONFIGS)
+    return tta.custom_plugin(kernel=spec, meta_impl=example.meta, name=f"{backend}_add_relu_e2e")
+
+
+class DSLResidualBlock(nn.Module):
+    def __init__(self, plugin):
+        super().__init__()
+        self.plugin = plugin
+
+    def forward(self, x, y):
+        with tta.lower_as(impl=self.plugin):
             return torch.relu(x + y)
 
 

@@ -8,9 +8,9 @@ combinations, tactics, ``get_launch_params`` -> ``aot_impl``, ``get_kernel``). E
 (combination, tactic) is written as a manifest kernel: the kernel name and code ``get_kernel``
 returned, and grid, block, shared memory, extras and output shapes printed from the expression
 trees TensorRT would store in the engine. The GPU conformance runner then launches exactly
-that. The ``tta.custom_op`` example ops (``tta.examples.custom_ops``, names ``custom_*``) come
-too, each through its generated plugin with its case's argument values as attributes (with the
-Triton backend). Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
+that. The ``tta.custom_op`` example ops (``tta.examples.custom_ops`` with Triton kernels,
+``custom_ops_dsl`` with cuTile and CuTeDSL ones; names ``custom_*``) come too, each through its
+generated plugin with its case's argument values as attributes, when their backend is selected. Needs the Torch-TensorRT venv (the plugin package) and a source checkout (the stand-in);
 no GPU.
 """
 
@@ -110,21 +110,30 @@ def _unified_metas(shapes) -> list:
     return metas
 
 
-def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx) -> list:
-    """The ``tta.custom_op`` example ops (``tta.examples.custom_ops``) with their case's argument
-    values, through each op's generated plugin."""
+def _custom_op_cases(backends) -> list[tuple]:
+    """(case, backend) of every ``tta.custom_op`` example op whose kernels are in ``backends``."""
+    from ..examples import custom_ops, custom_ops_dsl
+
+    cases = [(c, "triton") for c in custom_ops.CASES]
+    cases += [(c, custom_ops_dsl.BACKENDS[c.name]) for c in custom_ops_dsl.CASES]
+    return [(c, b) for c, b in cases if b in backends]
+
+
+def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx, backends) -> list:
+    """The ``tta.custom_op`` example ops with their case's argument values, through each op's
+    generated plugin."""
     import tensorrt as trt
     import tensorrt.plugin as trtp
 
     import tta
     from ..aot.session import TensorType
-    from ..examples import custom_ops
     from ..trt import custom_op, qdp
 
     out = []
-    for case in custom_ops.CASES:
+    for case, backend in _custom_op_cases(backends):
         try:
-            op = custom_op.defined(case.op) or tta.custom_op(case.op, kernel=tta.triton(case.launch, configs=list(case.configs)))
+            spec = getattr(tta, backend)(case.launch, configs=list(case.configs))
+            op = custom_op.defined(case.op) or tta.custom_op(case.op, kernel=spec)
             for dtype in case.dtypes:
                 dname = str(dtype).removeprefix("torch.")
                 shapes = [[tuple(t.shape) for t in case.make_inputs(s, dtype, "meta")] for s in case.test_shapes]
@@ -137,7 +146,7 @@ def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx) -> list:
                 built = plugin_build.build_plugin(added, profile)
                 compiled = qdp.tactics(name, [dname] * n_in, case.values)
                 out += _kernels(exprs, built, compiled, added, case.name, dname, case.test_shapes, shapes, sm, n_in, trt.__version__)
-        except TTAError as e:
+        except (TTAError, ImportError) as e:  # ImportError: the DSL is not installed
             failures.append({"example": case.name, "error": str(e)})
             print(f"tta: {case.name}: {e}", file=sys.stderr)
     return out
@@ -179,8 +188,7 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
                 print(f"tta: {ex.name} {dname}: {e}", file=sys.stderr)
                 continue
             kernels += _kernels(exprs, built, compiled, added, ex.name, dname, ex.test_shapes, shapes, sm, n_in, trt.__version__)
-    if backends is None or "triton" in backends:
-        kernels += _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx)
+    kernels += _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx, tuple(backends) if backends else ("triton",))
     del torch
     info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "seconds": round(time.perf_counter() - t0, 2)}
     write_manifest(out, kernels, **info)

@@ -27,12 +27,51 @@ def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: b
     return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
 
 
-def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str) -> tuple[ExportedProgram, BackendReport]:
+def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str):
     result = rewrite(_export(model, example_inputs, dynamic_shapes, strict), selectors=selectors, on_refused="keep")  # refused: the error below
     if result.refused:
         # A region the user marked and tta cannot lower is an error, never a quiet fallback.
         raise PluginError(f"tta.compile(backend={backend!r}): {len(result.refused)} region(s) refused\n{result.report_text}")
-    return lower(result, backend)
+    return result
+
+
+def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, kernels: Any = None,
+             max_ptx: int | None = 90) -> tuple[ExportedProgram, BackendReport]:
+    from .kernel_bundle import as_bundle
+
+    result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend)
+    return lower(result, backend, as_bundle(kernels), max_ptx)
+
+
+def _for_dynamo(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The exported module as ``torch.compile`` should see it: what it adds around the graph
+    costs host time on every call, which on a model this size is more than the GPU time.
+
+    * Its forward hooks go: ``ExportedProgram.module()`` checks the inputs in a pre-hook, and
+      ``torch.compile`` runs module hooks outside the compiled frame, in Python, every call.
+    * Where the inputs are positional tensors and the output one tensor or a tuple of them, the
+      pytree flattening and the export guard call (``_guards_fn``) go too: Dynamo turns the
+      flattening into guards on pytree's registry and specs, checked every call, and guards the
+      sizes itself anyway. Other signatures keep both.
+    """
+    from torch.utils import _pytree as pytree
+
+    graph = gm.graph
+    info = getattr(graph._codegen, "pytree_info", None)
+    if info is not None and info.in_spec is not None and info.out_spec is not None:
+        n_in = sum(n.op == "placeholder" for n in graph.nodes)
+        out = graph.output_node()
+        leaves = out.args[0]
+        positional = info.in_spec == pytree.tree_structure(((0,) * n_in, {}))
+        one = info.out_spec == pytree.tree_structure(0)
+        flat_tuple = isinstance(leaves, (tuple, list)) and info.out_spec == pytree.tree_structure((0,) * len(leaves))
+        if positional and isinstance(leaves, (tuple, list)) and (one or flat_tuple):
+            for n in list(graph.nodes):
+                if n.op == "call_module" and n.target == "_guards_fn" and not n.users:
+                    graph.erase_node(n)
+            graph._codegen = torch.fx.graph.CodeGen()
+            out.args = (leaves[0] if one else tuple(leaves),)
+    return torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
 
 
 def compile_inductor(
@@ -42,19 +81,25 @@ def compile_inductor(
     *,
     selectors: Any = None,
     strict: bool = False,
+    kernels: Any = None,
+    max_ptx: int | None = 90,
     **torch_compile_options: Any,
 ):
     """``torch.compile`` of the rewritten program; the user's Triton kernels are in Inductor's
     code. For inference (the module's parameters are frozen: plugin ops have no backward).
     Returns the compiled module with ``tta_report`` (a ``BackendReport``: per region,
     whether the user's kernel or the region body runs, and why). ``torch_compile_options`` go
-    to ``torch.compile`` (``mode``, ``dynamic``, ``options``, ``fullgraph``...)."""
-    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")
+    to ``torch.compile`` (``mode``, ``dynamic``, ``options``, ``fullgraph``...).
+
+    cuTile and CuTeDSL kernels run as their compiled artifacts (``tta_cubin::<op>``): ``kernels``
+    gives them (a ``kernel_bundle`` path or mapping, compiled where the DSL is installed),
+    else they are compiled here for this GPU (PTX ISA at most ``max_ptx``) when the DSL is."""
+    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "inductor", kernels, max_ptx)
     options = dict(torch_compile_options)
     options.setdefault("backend", "inductor")
     if dynamic_shapes is not None:
         options.setdefault("dynamic", True)
-    gm = program.module()
+    gm = _for_dynamo(program.module())
     for p in gm.parameters():
         p.requires_grad_(False)  # inference: plugin ops have no backward
     module = torch.compile(gm, **options)

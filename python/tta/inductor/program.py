@@ -2,9 +2,11 @@
 call of its ``tta_triton::<op>`` (the user's Triton kernel, visible to Inductor) or, when the
 plugin has no kernel Inductor can embed, the region body inlined back, and a report says which.
 
-cuTile and CuTeDSL kernels take the second way: their compiled artifacts are launched from
-Python, which neither Inductor's generated code nor an AOTInductor package (run without tta)
-can call, so Inductor compiles the region body instead; the report names the reason.
+A cuTile or CuTeDSL kernel has a third way under ``torch.compile``: ``tta_cubin::<op>``
+(``cubin_ops.py``), a custom op launching its compiled artifact (given, or compiled here when
+the DSL is installed) through the CUDA driver; Inductor calls it as an extern kernel. Where that
+cannot run (no CUDA device or cuda-python, CPU inputs, nothing compiled) and always in an
+AOTInductor package (which loads without tta), the region body runs; the report says why.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import torch.fx
 from torch.export import ExportedProgram
 
 from ..rewrite import RewriteResult, with_new_graph
-from . import triton_ops
+from . import cubin_ops, triton_ops
 
-USER_KERNEL = "user kernel"
+USER_KERNEL = "user kernel"  # tta_triton::<op>: the user's Triton kernel inside Inductor's code
+COMPILED_KERNEL = "compiled kernel"  # tta_cubin::<op>: the user's cuTile/CuTeDSL kernel, compiled ahead of time
 REGION_BODY = "region body"
 
 
@@ -33,12 +36,14 @@ class LoweredRegion:
     op: str
     impl: str
     source: str | None
-    runs: str  # USER_KERNEL (tta_triton::<op>) or REGION_BODY
+    runs: str  # USER_KERNEL (tta_triton::<op>), COMPILED_KERNEL (tta_cubin::<op>) or REGION_BODY
     reason: str | None = None  # why the region body runs
+    backend: str | None = None  # the kernel's DSL, when the user's kernel runs
 
     @property
     def user_kernel(self) -> bool:
-        return self.runs == USER_KERNEL
+        """The user's kernel runs (Triton inside Inductor's code, or a compiled artifact)."""
+        return self.runs in (USER_KERNEL, COMPILED_KERNEL)
 
 
 @dataclass
@@ -51,7 +56,12 @@ class BackendReport:
         n = sum(r.user_kernel for r in self.regions)
         lines = [f"tta ({self.backend}): {n}/{len(self.regions)} region(s) run the user's kernel"]
         for r in self.regions:
-            where = f"tta_triton::{r.op} (user's Triton kernel, compiled by Inductor)" if r.user_kernel else f"region body ({r.reason})"
+            if r.runs == USER_KERNEL:
+                where = f"tta_triton::{r.op} (user's Triton kernel, compiled by Inductor)"
+            elif r.runs == COMPILED_KERNEL:
+                where = f"tta_cubin::{r.op} (user's {r.backend} kernel, compiled ahead of time, launched with cuLaunchKernel)"
+            else:
+                where = f"region body ({r.reason})"
             lines.append(f"  {r.region} -> {where} ({r.source or '?'})")
         return "\n".join(lines)
 
@@ -96,8 +106,35 @@ def _refresh_vals(nodes: list[torch.fx.Node], g: torch.fx.Graph) -> None:
             n.meta["val"] = n.target(*args, **kwargs)
 
 
-def lower(result: RewriteResult, backend: str) -> tuple[ExportedProgram, BackendReport]:
-    """A copy of ``result.program`` with every plugin op lowered for Inductor."""
+def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernels: dict, max_ptx: int | None) -> tuple[list | None, str | None]:
+    """The compiled kernels ``tta_cubin::<op>`` would launch, or why the region body runs."""
+    from .. import ops
+    from ..specs import installed
+
+    plugin = ops.signature_of(op)[2]
+    kinds = ", ".join(sorted({k.backend for k in plugin.kernels}))
+    if backend == "aot_inductor":
+        return None, f"no Triton kernel (kernels: {kinds}); an AOTInductor package loads without tta, so it cannot launch their compiled artifact"
+    why = cubin_ops.unavailable()
+    devices = {a.meta["val"].device.type for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)}
+    if why is None and devices != {"cuda"}:
+        why = f"the inputs are on {', '.join(sorted(devices)) or 'no device'}"
+    if why is None:
+        given = kernels.get(plugin.name)
+        if given:
+            return list(given), None
+        if region is not None and all(installed(k.backend) for k in plugin.kernels):
+            from ..aot.compile import compile_kernels
+
+            major, minor = torch.cuda.get_device_capability()
+            return compile_kernels([region], sm=major * 10 + minor, max_ptx=max_ptx)[op], None
+        why = f"no compiled kernels given for plugin {plugin.name!r} (kernels=) and {kinds} is not installed to compile them"
+    return None, f"no Triton kernel (kernels: {kinds}); its compiled kernel cannot run here: {why}"
+
+
+def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_ptx: int | None = 90) -> tuple[ExportedProgram, BackendReport]:
+    """A copy of ``result.program`` with every plugin op lowered for Inductor. ``kernels``:
+    compiled kernels per plugin name for plugins without a Triton kernel (``kernel_bundle``)."""
     from .. import ops
 
     program = result.program
@@ -111,18 +148,29 @@ def lower(result: RewriteResult, backend: str) -> tuple[ExportedProgram, Backend
         info = node.meta.get("tta", {})
         region = by_node.get(node.name)
         why = triton_ops.refusal(op)
+        runs, kernel_backend = USER_KERNEL, "triton"
         if why is None:
             node.target = triton_ops.ensure_triton_op(op)
         else:
-            _inline(g, node, ops.body_of(op))
+            compiled = None
+            plugin = ops.signature_of(op)[2] if ops.signature_of(op) else None
+            if why.startswith(triton_ops.NO_TRITON) and plugin is not None and plugin.kernels:
+                compiled, why = _compiled_kernels(op, node, region, backend, kernels or {}, max_ptx)
+            if compiled is not None:
+                node.target = cubin_ops.ensure_cubin_op(op, compiled)
+                runs, kernel_backend = COMPILED_KERNEL, compiled[0].backend
+            else:
+                _inline(g, node, ops.body_of(op))
+                runs, kernel_backend = REGION_BODY, None
         lowered.append(
             LoweredRegion(
                 region=info.get("region", region.id if region else node.name),
                 op=op,
                 impl=info.get("impl", region.impl if region else "?"),
                 source=region.source if region else None,
-                runs=USER_KERNEL if why is None else REGION_BODY,
+                runs=runs,
                 reason=why,
+                backend=kernel_backend,
             )
         )
     g.lint()

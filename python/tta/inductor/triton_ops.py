@@ -24,6 +24,7 @@ from ..plugin import Plugin
 from ..specs import KernelSpec, installed
 
 NAMESPACE = "tta_triton"
+NO_TRITON = "no Triton kernel"  # how a refusal for want of a Triton kernel begins
 
 _ops: dict[str, torch._ops.OpOverload] = {}
 _lock = threading.Lock()
@@ -79,7 +80,7 @@ def _kernels_of(launch_fn) -> list:
     return [scope[n] for n in names if isinstance(scope.get(n), (JITFunction, Autotuner))]
 
 
-def _signature(inputs: Sequence[Port], n_out: int) -> inspect.Signature:
+def op_signature(inputs: Sequence[Port], n_out: int) -> inspect.Signature:
     params = [
         inspect.Parameter(f"x{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor if p.is_tensor else torch.SymInt)
         for i, p in enumerate(inputs)
@@ -103,7 +104,7 @@ def _make_body(op: str, spec: KernelSpec, plugin: Plugin, region_body: torch.fx.
             raise PluginError(f"tta_triton::{op}: no config of {spec!r} accepts input sizes {sizes}")
         return done[0] if n_out == 1 else tuple(done)
 
-    body.__signature__ = _signature(signature_inputs(op), n_out)
+    body.__signature__ = op_signature(signature_inputs(op), n_out)
     body.__name__ = op
     return body
 
@@ -122,15 +123,17 @@ def refusal(op: str) -> str | None:
     if sig is None:
         return "not a tta op of this process"
     inputs, outputs, plugin = sig
-    if triton_spec(plugin) is None:
-        kinds = sorted({k.backend for k in plugin.kernels}) or ["none"]
-        return f"no Triton kernel (kernels: {', '.join(kinds)})"
+    if not plugin.kernels:
+        return f"{NO_TRITON} (kernels: none)"
+    # Checked before the kernel's DSL: a compiled cuTile/CuTeDSL kernel (cubin_ops) has the same limits.
     if plugin.mutates or any(p.mutated for p in inputs):
         return "the plugin writes its inputs in place"
     if not all(p.is_tensor for p in inputs):
         return "an integer input (launch functions take tensors only)"
     if not outputs:
         return "no outputs"
+    if triton_spec(plugin) is None:
+        return f"{NO_TRITON} (kernels: {', '.join(sorted({k.backend for k in plugin.kernels}))})"
     return None
 
 

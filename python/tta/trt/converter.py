@@ -5,7 +5,8 @@ engine carries the compiled kernels and needs no Python when it runs.
 The layer is named after the region and its metadata (which TensorRT's engine inspector shows)
 says which op, region and line of user code it came from. Before the layer is added, the
 plugin's tactics are narrowed to the configs whose guards hold over the whole optimization
-profile, read from the node's symbolic shapes.
+profile, read from the node's symbolic shapes: a layer whose ranges rule out some tactics gets a
+plugin offering only the others (``profile_tactics.restricted``), so call sites do not share one restriction.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
 
 from ..errors import PluginError
 from ..ops import NAMESPACE
-from . import qdp
+from . import profile_tactics, qdp
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -75,10 +76,11 @@ def convert_tta_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: dic
 
 def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges: list, info: dict, values: dict | None = None):
     """The plugin layer of ``tta::<plugin>`` on ``itensors``, its tactics narrowed to those
-    valid over ``ranges``, with the attribute ``values`` (for plugins that have attributes)."""
+    valid over ``ranges`` (a plugin of its own when that leaves out some: other call sites may
+    have other ranges), with the attribute ``values`` (for plugins that have attributes)."""
     import tensorrt.plugin as trtp
 
-    qdp.restrict_tactics(plugin, ranges, values)
+    plugin = profile_tactics.restricted(plugin, profile_tactics.restrict_tactics(plugin, ranges, values))
     kwargs = qdp.attribute_kwargs(plugin, values) if values is not None else {}
     create = getattr(getattr(trtp.op, NAMESPACE), plugin)(*itensors, **kwargs)
     layer = ctx.net.add_plugin(create, aot=True)

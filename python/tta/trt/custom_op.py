@@ -44,6 +44,11 @@ class CustomOp:
     def op_name(self) -> str:
         return self.signature.op_name
 
+    def qualified_names(self) -> set[str]:
+        """How Torch-TensorRT's partitioners name this op's nodes (``torch.ops.ns.op.overload``)."""
+        o = self.signature.overload
+        return {f"torch.ops.{o.namespace}.{o._schema.name.split('::', 1)[1]}.{o._overloadname}"}
+
     def plugin_name(self, present: Sequence[bool], metas: Sequence[TensorType], sm: int = 90, max_ptx: int | None = 90) -> str:
         """The ``tta::`` plugin of this op for a call site whose optional tensors are
         ``present`` and whose plugin inputs are ``metas`` (defined on first use), its kernels
@@ -65,7 +70,8 @@ class CustomOp:
         specs = tuple(_with_absent(s, absent, [sig.tensors[i].name for i in absent]) for s in self.kernels)
         plugin = Plugin(name=name, key=f"{sig.op_name}@{digest}", kernels=specs)
         attrs = [a.attribute for a in sig.attributes]
-        qdp.define(name, plugin, metas, _output_fn(sig, present), attributes=attrs, n_outputs=sig.n_outputs)
+        names = [a.name for a, p in zip(sig.tensors, present) if p]
+        qdp.define(name, plugin, metas, _output_fn(sig, present), attributes=attrs, n_outputs=sig.n_outputs, input_names=names)
         return name
 
 
@@ -166,10 +172,20 @@ def custom_op(
             )
         entry = CustomOp(signature=sig, kernels=kernels)
         _ops[op_name] = entry
-    from . import converter
+    import importlib.util
 
-    converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
+    # Without Torch-TensorRT there is no converter to register; the plugins still serve
+    # TensorRT's own network API (``trtp.op.tta.<variant>``, ``CustomOp.plugin_name``).
+    if importlib.util.find_spec("torch_tensorrt") is not None:
+        from . import converter
+
+        converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
     return entry
+
+
+def all_defined() -> list[CustomOp]:
+    """Every op ``tta.custom_op`` made in this process."""
+    return list(_ops.values())
 
 
 def defined(name: str) -> CustomOp | None:

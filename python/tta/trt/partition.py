@@ -6,8 +6,11 @@ PyTorch, so a lone plugin node would run its eager implementation instead of bei
 the engine. Its partitioners can exempt ops from that rule (``allowed_single_node_partition_ops``
 of ``TRTPartitioner``), but no compilation setting reaches it. So:
 
+Plugin nodes are those of tta's ops: outlined regions (``tta::*``) and the ops made plugins by
+``tta.custom_op``.
+
 * ``tta.compile`` runs inside ``keep_plugins_in_tensorrt()``, which for its duration (a lock
-  serializes such compiles) passes the ``tta`` ops as that exemption to both partitioners and
+  serializes such compiles) passes the plugin ops as that exemption to both partitioners and
   counts a graph holding a plugin as large enough for the whole-graph check. Blocks without a
   plugin partition exactly as before; a small block with a plugin stays in TensorRT with the
   nodes it holds.
@@ -25,31 +28,50 @@ from typing import Any, Iterator
 
 import torch
 
-from .lowering import current_session, is_tta_target, tta_nodes
+from . import custom_op
+from .lowering import current_session, is_tta_target
 
 _PREFIX = "torch.ops.tta."
 _lock = threading.RLock()
 
 
-class _TtaOps:
-    """``allowed_single_node_partition_ops`` holding every tta op (qualified names)."""
+def is_plugin_target(target: Any) -> bool:
+    """Whether ``target`` becomes a tta plugin: a region op or a ``tta.custom_op`` op."""
+    return is_tta_target(target) or (isinstance(target, torch._ops.OpOverload) and custom_op.lookup(target) is not None)
+
+
+def plugin_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.nodes if n.op == "call_function" and is_plugin_target(n.target)]
+
+
+def _qualified(target: Any) -> str:
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import ConverterRegistry
+
+    return ConverterRegistry.qualified_name_or_str(target)
+
+
+class _PluginOps:
+    """``allowed_single_node_partition_ops`` holding every plugin op (qualified names, as the
+    partitioners spell a node's target)."""
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.startswith(_PREFIX)
+        if not isinstance(name, str):
+            return False
+        return name.startswith(_PREFIX) or any(name in op.qualified_names() for op in custom_op.all_defined())
 
     def __iter__(self):
         return iter(())
 
 
 def segments(partitioned: torch.fx.GraphModule) -> dict[str, str]:
-    """Node name -> the segment a tta node is in: ``_run_on_acc_N`` (a TensorRT engine),
+    """Node name -> the segment a plugin node is in: ``_run_on_acc_N`` (a TensorRT engine),
     ``_run_on_gpu_N`` or ``"pytorch"`` (the global partitioner leaves PyTorch nodes in place)."""
     out = {}
     for name, child in partitioned.named_children():
         if isinstance(child, torch.fx.GraphModule):
-            for n in tta_nodes(child):
+            for n in plugin_nodes(child):
                 out[n.name] = name
-    for n in tta_nodes(partitioned):
+    for n in plugin_nodes(partitioned):
         out[n.name] = "pytorch"
     return out
 
@@ -65,7 +87,7 @@ def keep_plugins_in_tensorrt(placements: dict[str, dict]) -> Iterator[None]:
     def exempting(init):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             if kwargs.get("allowed_single_node_partition_ops") is None:
-                kwargs["allowed_single_node_partition_ops"] = _TtaOps()
+                kwargs["allowed_single_node_partition_ops"] = _PluginOps()
             init(self, *args, **kwargs)
 
         return __init__
@@ -74,7 +96,9 @@ def keep_plugins_in_tensorrt(placements: dict[str, dict]) -> Iterator[None]:
         def get_graph_converter_support(gm, torch_executed_ops=None):
             supported, total = support(gm, torch_executed_ops)
             blocked = {str(t) for t in (torch_executed_ops or ())}
-            if any(str(n.target) not in blocked and _qualified(n.target) not in blocked for n in tta_nodes(gm)):
+            plugins = [n for n in plugin_nodes(gm) if str(n.target) not in blocked and _qualified(n.target) not in blocked]
+            # Only a plugin its converter accepts (a custom op's validator may decline it) counts.
+            if any(n in DYNAMO_CONVERTERS for n in plugins):
                 supported = max(supported, DYNAMO_CONVERTERS.compilation_settings.min_block_size)
             return supported, total
 
@@ -110,22 +134,21 @@ def keep_plugins_in_tensorrt(placements: dict[str, dict]) -> Iterator[None]:
                 setattr(obj, attr, original)
 
 
-def _qualified(target: Any) -> str:
-    return f"{_PREFIX}{target._schema.name.split('::', 1)[1]}.{target._overloadname}"
-
-
 def warn_dropped_plugins(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphModule:
     """Post-lowering pass (last): warn about each plugin node Torch-TensorRT is about to leave
     to PyTorch because of ``min_block_size``. Does not change the graph."""
     if current_session() is not None or settings.min_block_size <= 1 or settings.require_full_compilation:
         return gm
-    plugins = tta_nodes(gm)
-    if not plugins:
-        return gm
     from torch_tensorrt.dynamo import partitioning
     from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
 
     DYNAMO_CONVERTERS.set_compilation_settings(settings)
+    blocked = {str(t) for t in (settings.torch_executed_ops or ())}
+    # A plugin its converter declines (a custom op's validator) or the user sends to PyTorch is
+    # not dropped by min_block_size.
+    plugins = [n for n in plugin_nodes(gm) if n in DYNAMO_CONVERTERS and str(n.target) not in blocked and _qualified(n.target) not in blocked]
+    if not plugins:
+        return gm
     supported, total = partitioning.get_graph_converter_support(gm, settings.torch_executed_ops)
     if supported < settings.min_block_size:
         dropped = plugins
@@ -147,8 +170,9 @@ def warn_dropped_plugins(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.Gr
         dropped = [n for n in plugins if not where.get(n.name, "").startswith("_run_on_acc")]
     for n in dropped:
         meta = n.meta.get("tta", {})
+        what = f"region {meta.get('region', n.name)}" if is_tta_target(n.target) else f"call {n.name}"
         warnings.warn(
-            f"tta: the plugin of region {meta.get('region', n.name)} ({n.target}) will run in PyTorch, not in the "
+            f"tta: the plugin of {what} ({n.target}) will run in PyTorch, not in the "
             f"TensorRT engine: its TensorRT block has fewer than min_block_size={settings.min_block_size} operators. "
             "Compile with tta.compile(...), which keeps plugins in TensorRT, or pass min_block_size=1.",
             stacklevel=2,
@@ -156,4 +180,4 @@ def warn_dropped_plugins(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.Gr
     return gm
 
 
-__all__ = ["keep_plugins_in_tensorrt", "segments", "warn_dropped_plugins"]
+__all__ = ["is_plugin_target", "keep_plugins_in_tensorrt", "plugin_nodes", "segments", "warn_dropped_plugins"]

@@ -12,13 +12,19 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
     by ``tta.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
     attributes: call the op as ``trtp.op.tta.<op_name>(*itensors)``.
 
-``restrict_tactics(op_name, dim_ranges) -> list[int]``
+``profile_tactics.restrict_tactics(op_name, dim_ranges) -> list[int]``
     ``dim_ranges[k][j] = (min, max)`` of input k's dim j over the optimization profile (with
     several profiles: the smallest min and largest max). Compiles the op's kernels for the
-    target (cached) and keeps offered only the tactics whose guards (conditions the kernel was
-    compiled under, e.g. ``i0_1 <= 1024``) hold for every shape in those ranges. Returns the
-    kept tactic ids; raises ``PluginError`` naming the range and the guard when none is left.
-    Call it before the engine build (the converter does, per plugin layer).
+    target (cached) and returns the tactics whose guards (conditions the kernel was compiled
+    under, e.g. ``i0_1 <= 1024``) hold for every shape in those ranges; raises ``PluginError``
+    naming the range and the guard when none is left. Changes nothing.
+
+``profile_tactics.restricted(op_name, tactics) -> str``
+    The plugin (id without namespace) to add for a layer that may run only ``tactics``:
+    ``op_name`` itself when that is all of them, else a plugin of the same kernels offering just
+    those (defined once per set, sharing the compiled kernels). TensorRT asks a plugin for its
+    tactics only when it builds the engine, after every layer is added, so each call site with
+    its own profile ranges needs its own plugin (the converter does this per plugin layer).
 
 ``tactics(op_name, input_dtypes=None) -> dict[int, CompiledKernel]``
     Every tactic id of the op and its kernel (compiling if needed).
@@ -50,6 +56,7 @@ CUBIN; its embedded PTX is turned into a plain kernel where that is possible
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import threading
@@ -61,7 +68,7 @@ from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
 from ..dtypes import TENSORRT as TRT_DTYPES
 from ..errors import PluginError
-from . import qdp_shapes, tactics as _tactics
+from . import mutation, qdp_shapes, tactics as _tactics
 
 NAMESPACE = "tta"
 
@@ -110,13 +117,14 @@ class _Entry:
     sm: int = 90
     max_ptx: int | None = 90
     allow_cubin: bool = False
-    allowed: list[int] | None = None  # set by restrict_tactics
+    allowed: list[int] | None = None  # the tactics of a restricted() plugin; None: all
     compiled: dict[tuple, dict[int, CompiledKernel]] = field(default_factory=dict)
     cubin_reasons: dict[int, str] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     dtype_combos: list[tuple[str, ...]] = field(default_factory=list)  # input dtypes offered
     # attribute values -> (combos, output shapes), for plugins whose outputs depend on them
     by_values: dict[tuple, tuple[list, list]] = field(default_factory=dict)
+    input_names: list[str] | None = None  # for messages (the op's argument names)
 
     @property
     def plugin_id(self) -> str:
@@ -168,6 +176,8 @@ class _Entry:
                         except PluginError as e:
                             self.cubin_reasons[tid] = str(e)
                     got[tid] = k
+                names = self.input_names or [f"x{i}" for i in range(len(self.input_metas))]
+                mutation.refuse_written_inputs(self.plugin_id, got, names, self.tactic_labels)
                 self.compiled[key] = got
             return got
 
@@ -344,18 +354,21 @@ def define(
     dtypes: Sequence[Sequence[str]] | None = None,
     attributes: Sequence[Attribute] = (),
     n_outputs: int | None = None,
+    input_names: Sequence[str] | None = None,
     sm: Any = KEEP,
     max_ptx: Any = KEEP,
     allow_cubin: Any = KEEP,
 ) -> str:
     """Define plugin ``tta::<name>`` for a tta ``Plugin`` whose kernels take ``input_metas``
     (a dim that is None is dynamic) and whose outputs ``output_fn`` computes from fake inputs.
-    ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``).
+    ``dtypes``: the input dtype combinations to offer (default: those of ``input_metas``);
+    ``input_names``: what messages call the inputs (default ``x0``, ``x1``, ...).
     Idempotent per name; a later call only updates the target options it is given."""
     with _lock:
         entry = _entries.get(name)
         if entry is None:
             entry = _new_entry(name, plugin, list(input_metas), output_fn, dtypes, attributes, n_outputs)
+            entry.input_names = list(input_names) if input_names is not None else None
             _define_trtp(entry)
             _entries[name] = entry
         elif entry.plugin is not plugin and getattr(entry.plugin, "key", None) != getattr(plugin, "key", None):
@@ -540,6 +553,20 @@ def register(op_name: str, *, sm: Any = KEEP, max_ptx: Any = KEEP, allow_cubin: 
     return define(op_name, plugin, metas, output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
 
 
+def define_variant(name: str, base: _Entry, allowed: list[int]) -> _Entry:
+    """The plugin ``name``: ``base``'s kernels and compile cache (shared dicts and lock), offering
+    only the ``allowed`` tactics; defined once, its targets kept equal to ``base``'s."""
+    with _lock:
+        entry = _entries.get(name)
+        if entry is None:
+            entry = dataclasses.replace(base, name=name, allowed=allowed)
+            _define_trtp(entry)
+            _entries[name] = entry
+        with base.lock:
+            entry.sm, entry.max_ptx, entry.allow_cubin = base.sm, base.max_ptx, base.allow_cubin
+    return entry
+
+
 def registered(op_name: str) -> _Entry:
     """The plugin ``define`` registered for ``tta::<op_name>``."""
     entry = _entries.get(op_name)
@@ -563,48 +590,3 @@ def attribute_kwargs(op_name: str, values: dict) -> dict:
         raise PluginError(f"{entry.plugin_id}: no value for attribute(s) {missing}")
     return {a.name: a.encode(values[a.name]) for a in entry.attributes}
 
-
-def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]]], values: dict | None = None) -> list[int]:
-    """See the module docstring."""
-    entry = registered(op_name)
-    where = entry.plugin_id
-    if len(dim_ranges) != len(entry.input_metas):
-        raise PluginError(f"{where}: ranges given for {len(dim_ranges)} inputs, the plugin has {len(entry.input_metas)}")
-    ranges: dict[str, tuple[int, int]] = {}
-    for k, (meta, dims) in enumerate(zip(entry.input_metas, dim_ranges)):
-        if len(dims) != len(meta.shape):
-            raise PluginError(f"{where}: input {k} has rank {len(meta.shape)}, the profile gives {len(dims)} dims")
-        for j, (lo, hi) in enumerate(dims):
-            lo, hi = int(lo), int(hi)
-            if lo > hi or lo < 0:
-                raise PluginError(f"{where}: input {k} dim {j}: bad profile range [{lo}, {hi}]")
-            static = meta.shape[j]
-            if isinstance(static, int) and not lo == hi == static:
-                raise PluginError(f"{where}: input {k} dim {j} was {static} when the kernels were compiled; the profile gives [{lo}, {hi}]")
-            ranges[f"i{k}_{j}"] = (lo, hi)
-    kept: list[int] = []
-    refusals: dict[int, str] = {}
-    for ins, _ in entry.signature(values)[0]:
-        for tid, k in entry.kernels(ins, values).items():
-            entry.refuse_cubin(tid, k)
-            failed = None
-            for g in k.meta.get("guards", []):
-                ok, witness = _tactics.guard_over(g, ranges)
-                if not ok:
-                    failed = (g, witness)
-                    break
-            if failed is None:
-                if tid not in kept:
-                    kept.append(tid)
-            else:
-                g, witness = failed
-                why = f"fails at {witness}" if witness else "cannot be proven over the range"
-                refusals.setdefault(tid, f"tactic {tid} ({entry.tactic_labels[tid]}) needs {g}, which {why}")
-    kept = [t for t in entry.tactic_ids if t in kept]
-    if not kept:
-        raise PluginError(
-            f"{where}: no kernel config can run every shape of the optimization profile "
-            f"({_tactics.describe_ranges(ranges)}): " + "; ".join(refusals.values())
-        )
-    entry.allowed = kept
-    return kept

@@ -113,16 +113,18 @@ def examples(backends: tuple[str, ...] | None = None) -> list[Example]:
 
 
 def by_name(name: str) -> Example:
-    """An example kernel, or a ``tta.custom_op`` case (``tta.examples.custom_ops``) with its
-    argument values bound into the reference."""
+    """An example kernel, or a ``tta.custom_op`` case (``tta.examples.custom_ops``, and
+    ``custom_ops_dsl`` for cuTile and CuTeDSL kernels) with its argument values bound into the
+    reference."""
     for ex in examples():
         if ex.name == name:
             return ex
     if name.startswith("custom_"):
-        from ..custom_ops import CASES
+        from .. import custom_ops, custom_ops_dsl
 
-        for c in CASES:
+        cases = [(c, "triton") for c in custom_ops.CASES] + [(c, custom_ops_dsl.BACKENDS[c.name]) for c in custom_ops_dsl.CASES]
+        for c, backend in cases:
             if c.name == name:
-                return Example(name=c.name, backend="triton", launch_fn=c.launch, configs=c.configs, reference=c.reference,
+                return Example(name=c.name, backend=backend, launch_fn=c.launch, configs=c.configs, reference=c.reference,
                                meta=None, make_inputs=c.make_inputs, test_shapes=c.test_shapes, dtypes=c.dtypes)
     raise KeyError(name)
