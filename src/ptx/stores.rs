@@ -2,14 +2,17 @@
 //! reach the address of a store to global (or generic) memory. A plugin's kernel must write only
 //! its outputs; a store through an input pointer is a mutation the op never declared.
 //!
-//! A forward data-flow over registers, iterated to a fixed point (loops reassign registers):
-//! `ld.param` gives its destination the parameters it reads; any other instruction gives its
-//! destinations the union of what its source registers carry, except loads from memory (the value
-//! loaded is data, not the pointer it was loaded through) and comparisons (a predicate chooses
-//! between values, it is no pointer itself). Every write instruction (`st`, `atom`, `red`, bulk
-//! copies to global memory) adds the parameters its address carries. Over-approximate by design:
-//! a parameter named here may be written; one not named cannot be, short of addresses computed
-//! through memory.
+//! A forward data-flow of pointer provenance over registers, iterated to a fixed point (loops
+//! reassign registers): `ld.param` gives its destination the parameters it reads; an instruction
+//! that can yield a pointer derived from its sources (moves, `cvta`, additions, selections, ...)
+//! gives its destinations the union of what its source registers carry. Results that cannot be a
+//! pointer carry nothing: loaded values (data, not the pointer loaded through), comparisons,
+//! shifts, products, quotients and remainders, conversions to fewer than 64 bits, a `mad`'s
+//! factors (its addend carries), and an `and` with a small mask (`p & 15`, an alignment offset,
+//! which kernels compute from input pointers and add to output addresses). Every write
+//! instruction (`st`, `atom`, `red`, bulk copies to global memory) adds the parameters its address
+//! carries. Over-approximate otherwise: a parameter named here may be written; one not named
+//! cannot be, short of addresses computed through memory or from a pointer's scaled value.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -27,6 +30,8 @@ struct Operand {
     words: Vec<String>,
     /// Inside `[ ]`: an address.
     address: bool,
+    /// An integer constant (`15`, `-16`, `0xFFFFFFF0`).
+    literal: Option<i128>,
 }
 
 /// Indices (into the entry's parameter list) of the parameters the kernel may store through.
@@ -48,13 +53,16 @@ pub fn stored_params(src: &str, entry: &str) -> Result<Vec<usize>> {
                 continue;
             }
             let Some((dest, sources)) = inst.operands.split_first() else { continue };
-            let flow: BTreeSet<usize> = if inst.opcode.starts_with("ld.param") {
-                sources.iter().flat_map(|o| &o.words).flat_map(|w| carried_by(w, &carried, &index)).collect()
-            } else if is_load(&inst.opcode) || inst.opcode.starts_with("setp") || inst.opcode.starts_with("set.") {
-                BTreeSet::new()
+            let from: &[Operand] = if inst.opcode.starts_with("ld.param") {
+                sources
+            } else if is_load(&inst.opcode) || !may_yield_pointer(inst, sources) {
+                &[]
+            } else if inst.opcode.starts_with("mad") {
+                &sources[sources.len().saturating_sub(1)..] // the addend
             } else {
-                sources.iter().flat_map(|o| &o.words).flat_map(|w| carried_by(w, &carried, &index)).collect()
+                sources
             };
+            let flow: BTreeSet<usize> = from.iter().flat_map(|o| &o.words).flat_map(|w| carried_by(w, &carried, &index)).collect();
             if flow.is_empty() {
                 continue;
             }
@@ -86,6 +94,42 @@ fn is_load(op: &str) -> bool {
         .iter()
         .any(|p| op.starts_with(p))
         || op == "ld"
+}
+
+/// Whether the result can be a pointer derived from a source: not for operations whose result is
+/// a flag, a scaled or reduced value, or narrower than a pointer.
+fn may_yield_pointer(inst: &Inst, sources: &[Operand]) -> bool {
+    let parts: Vec<&str> = inst.opcode.split('.').collect();
+    match parts[0] {
+        "setp" | "set" | "shr" | "shl" | "mul" | "mul24" | "div" | "rem" | "popc" | "clz" | "bfe" | "bfind" | "brev" | "testp" => false,
+        // `cvt.u32.u64`: the destination type comes first.
+        "cvt" => parts.iter().skip(1).find_map(|p| type_bits(p)).is_none_or(|bits| bits >= 64),
+        "and" => !sources.iter().any(|o| o.literal.is_some_and(|v| (0..1 << 32).contains(&v))),
+        _ => true,
+    }
+}
+
+/// An integer literal as PTX writes one (`15`, `0xFFFFFFF0`, `0xFFU`); None for anything else
+/// (registers, symbols, `0f3F800000` floats).
+fn integer(w: &str) -> Option<i128> {
+    let w = w.trim_end_matches(['U', 'u']);
+    if let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")) {
+        i128::from_str_radix(hex, 16).ok()
+    } else if w.bytes().all(|c| c.is_ascii_digit()) && !w.is_empty() {
+        w.parse().ok()
+    } else {
+        None
+    }
+}
+
+/// `u32` -> 32, `f16` -> 16; None for other words.
+fn type_bits(part: &str) -> Option<u32> {
+    let (kind, bits) = part.split_at(1);
+    if matches!(kind, "u" | "s" | "b" | "f") {
+        bits.parse().ok()
+    } else {
+        None
+    }
 }
 
 /// The address operand of an instruction that writes memory outside the thread's own local,
@@ -162,11 +206,17 @@ fn instruction(p: &Parser, toks: &[Tok]) -> Option<Inst> {
         }
     }
     let mut operands = Vec::new();
-    let mut cur = Operand { words: Vec::new(), address: false };
+    let fresh = || Operand { words: Vec::new(), address: false, literal: None };
+    let mut cur = fresh();
+    let mut negative = false;
     let mut depth = 0usize;
     for t in &toks[i..] {
         match t.punct {
-            Some(b',') if depth == 0 => operands.push(std::mem::replace(&mut cur, Operand { words: Vec::new(), address: false })),
+            Some(b',') if depth == 0 => {
+                operands.push(std::mem::replace(&mut cur, fresh()));
+                negative = false;
+            }
+            Some(b'-') if cur.words.is_empty() => negative = true,
             Some(b'[') => {
                 cur.address = true;
                 depth += 1;
@@ -176,6 +226,9 @@ fn instruction(p: &Parser, toks: &[Tok]) -> Option<Inst> {
             Some(_) => {}
             None => {
                 let w = p.text(*t);
+                if cur.words.is_empty() && cur.literal.is_none() && !cur.address {
+                    cur.literal = integer(w).map(|v| if negative { -v } else { v });
+                }
                 if w.starts_with('%') || w.starts_with('_') || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '$') {
                     cur.words.push(w.to_owned());
                 }
@@ -251,6 +304,19 @@ mod tests {
              cp.async.bulk.tensor.1d.global.shared::cta.tile.bulk_group [%rd9, {{%r1}}], [%r1];\nret;"
         );
         assert_eq!(stored_params(&ptx(&body), "k").unwrap(), vec![1]);
+    }
+
+    #[test]
+    fn an_alignment_offset_computed_from_an_input_carries_no_pointer() {
+        // As an RMSNorm does: how far x is from 16-byte alignment (x >> 2, x & 15, a truncation)
+        // shifts where the output row is written; the store is through the output only.
+        let body = format!(
+            "{LOADS}shr.s64 %rd8, %rd1, 2;\nneg.s64 %rd9, %rd8;\ncvt.u32.u64 %r2, %rd9;\nand.b64 %rd10, %rd1, 15;\n\
+             and.b64 %rd11, %rd1, -16;\nmul.wide.u32 %rd12, %r2, 4;\nadd.s64 %rd13, %rd3, %rd12;\nadd.s64 %rd14, %rd13, %rd10;\n\
+             st.global.f32 [%rd14], %f1;\nmad.wide.u32 %rd15, %r2, 4, %rd11;\nst.global.f32 [%rd15], %f1;\nret;"
+        );
+        // The last store is through x aligned down (and with -16 keeps the pointer): input 0.
+        assert_eq!(stored_params(&ptx(&body), "k").unwrap(), vec![0, 3]);
     }
 
     #[test]

@@ -135,9 +135,11 @@ def test_examples_record_guards():
     ex = by_name("triton_rmsnorm")
     s = Session(ex.input_metas(torch.float16))
     s.outputs_from_fn(ex.meta, ex.name)
-    plan = record(ex.launch_fn, s, BLOCK=4096, eps=1e-5)
-    assert plan.grid == ("i0_0*i0_1", "1", "1")
-    assert plan.constexprs["eps"] == 1e-5
+    plan = record(ex.launch_fn, s, BLOCK=4096, eps=1e-5, ROWS=8)
+    # Rows per program: programs in groups of 16, each taking 8 rows (a dynamic count).
+    assert plan.grid == ("16*FloorDiv(i0_0*i0_1 + 127, 128)", "1", "1")
+    assert plan.extras == ["i0_0*i0_1", "i0_2"] and plan.guards == ["i0_2 <= 4096"]
+    assert plan.constexprs["eps"] == 1e-5 and plan.constexprs["VEC"] == 8
 
 
 def _float_launch(x, out, *, BLOCK=128):

@@ -80,6 +80,35 @@ def test_eager_launch_uses_the_kernel_on_cuda(name, monkeypatch):
         assert ok, err
 
 
+def test_rmsnorm_rows_at_every_alignment_the_qdp_way(max_ptx, tmp_path):
+    """Ragged rows (misaligned heads), rows shorter than a vector, and views whose input and
+    output are misaligned differently (the element-wise path), launched as TensorRT would."""
+    from tta.aot.compile import compile_specs
+    from tta.cache import Cache
+    from tta.examples.kernels import by_name
+    from tta.gpu.driver import Loaded
+
+    ex = by_name("triton_rmsnorm")
+    checked = 0
+    for dtype in ex.dtypes:
+        for k in compile_specs([ex.spec()], ex.input_metas(dtype), ex.meta, max_ptx=max_ptx, cache=Cache(tmp_path), progress=False):
+            loaded = Loaded(k)
+            for n in (5, 9, 1001, 4001):
+                if n > dict(k.config)["BLOCK"]:
+                    continue
+                for xo, oo in ((0, 0), (1, 1), (0, 1)):
+                    m = 37  # x is [batch, tokens, hidden], as the kernel was compiled for
+                    x = torch.randn(m * n + xo, device="cuda").to(dtype)[xo:].view(1, m, n)
+                    w = (1 + 0.1 * torch.randn(n, device="cuda")).to(dtype)
+                    out = torch.full((m * n + oo,), float("nan"), device="cuda", dtype=dtype)[oo:].view(1, m, n)
+                    grid, extras, _ = loaded.plan([x, w])
+                    loaded.launch([x, w], [out], grid, extras)
+                    err, ok = ex.compare(out, ex.reference(x, w))
+                    assert ok, (dtype, n, xo, oo, k.config, err)
+                    checked += 1
+    assert checked > 0
+
+
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)

@@ -2,7 +2,8 @@
 cases Torch-TensorRT's own generator gets wrong (tensors after scalars, keyword-only and
 keyword arguments, int/float/bool/str attributes, optional tensors, dtype-changing ops,
 broadcasting and reshapes in the fake impl, shape checks that unify dims, several outputs, a
-``triton_op``). Used by the tests and by the via-QDP GPU manifest (``CASES``: example inputs,
+``triton_op``), and the seed RFC's own example (``torchtrt_ex::triton_circular_pad``, its kernel
+as the RFC wrote it). Used by the tests and by the via-QDP GPU manifest (``CASES``: example inputs,
 attribute values and an eager reference per op, so the conformance runner checks the PTX the
 plugin hands TensorRT).
 """
@@ -10,7 +11,7 @@ plugin hands TensorRT).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 import triton
@@ -187,6 +188,81 @@ def launch_tri_scale(x, out, *, k, BLOCK=256):
     scale_kernel[(triton.cdiv(out.numel(), BLOCK),)](x, out, out.numel(), K=k, BLOCK=BLOCK)
 
 
+# -- the seed RFC's example: its kernel and op as written there, its launch code on tensor sizes --
+
+
+@triton.jit  # type: ignore
+def circ_pad_kernel(
+    X: torch.Tensor,
+    all_pads_0: tl.int32,
+    all_pads_2: tl.int32,
+    all_pads_4: tl.int32,
+    all_pads_6: tl.int32,
+    orig_dims_0: tl.int32,
+    orig_dims_1: tl.int32,
+    orig_dims_2: tl.int32,
+    orig_dims_3: tl.int32,
+    Y: torch.Tensor,
+    Y_shape_1: tl.int32,
+    Y_shape_2: tl.int32,
+    Y_shape_3: tl.int32,
+    X_len: tl.int32,
+    Y_len: tl.int32,
+    BLOCK_SIZE: tl.constexpr,
+) -> None:
+    pid = tl.program_id(0)
+    i = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+
+    mask_y = i < Y_len
+
+    i3 = i % Y_shape_3
+    i2 = (i // Y_shape_3) % Y_shape_2
+    i1 = (i // Y_shape_3 // Y_shape_2) % Y_shape_1
+    i0 = i // Y_shape_3 // Y_shape_2 // Y_shape_1
+
+    j0 = (i0 - all_pads_0 + orig_dims_0) % orig_dims_0
+    j1 = (i1 - all_pads_2 + orig_dims_1) % orig_dims_1
+    j2 = (i2 - all_pads_4 + orig_dims_2) % orig_dims_2
+    j3 = (i3 - all_pads_6 + orig_dims_3) % orig_dims_3
+
+    load_idx = (
+        orig_dims_3 * orig_dims_2 * orig_dims_1 * j0
+        + orig_dims_3 * orig_dims_2 * j1
+        + orig_dims_3 * j2
+        + j3
+    )
+    mask_x = load_idx < X_len
+
+    x = tl.load(X + load_idx, mask=mask_x)
+
+    tl.store(Y + i, x, mask=mask_y)
+
+
+@torch.library.custom_op("torchtrt_ex::triton_circular_pad", mutates_args=())  # type: ignore[misc]
+def triton_circular_pad(x: torch.Tensor, padding: Sequence[int]) -> torch.Tensor:
+    return torch.nn.functional.pad(x, padding, "circular")
+
+
+@torch.library.register_fake("torchtrt_ex::triton_circular_pad")  # type: ignore[misc]
+def _(x: torch.Tensor, padding: Sequence[int]) -> torch.Tensor:
+    return torch.nn.functional.pad(x, padding, "circular")
+
+
+def launch_circular_pad(x, y, *, padding, BLOCK_SIZE=256):
+    """The RFC's launch code, with sizes from the tensors (symbolic when compiled) instead of
+    NumPy arrays of them."""
+    n = len(x.shape)
+    all_pads = [0] * (n * 2)
+    for i in range(len(padding) // 2):
+        all_pads[n * 2 - 2 * i - 2] = padding[i * 2]
+        all_pads[n * 2 - 2 * i - 1] = padding[i * 2 + 1]
+    grid = (triton.cdiv(y.numel(), BLOCK_SIZE),)
+    circ_pad_kernel[grid](
+        x, all_pads[0], all_pads[2], all_pads[4], all_pads[6], *x.shape,
+        y, y.shape[1], y.shape[2], y.shape[3], x.numel(), y.numel(), BLOCK_SIZE=BLOCK_SIZE,
+    )
+
+
 # -- what each case is, for tests and the GPU manifest -------------------------------------------
 
 
@@ -204,6 +280,8 @@ class Case:
     reference: Callable  # (*plugin inputs) -> outputs
     test_shapes: tuple
     dtypes: tuple = (torch.float32,)
+    # The oldest tensorrt.plugin that carries the op's attributes (list attributes need 11.3).
+    min_plugin: tuple = (0, 0)
 
 
 def randn(*shapes, dtype, device, seed=0):
@@ -239,5 +317,13 @@ CASES = (
         {"k": 3},
         lambda x: x.reshape(x.shape[0], -1) * 3,
         ((3, 5, 7), (16, 8, 32)),
+    ),
+    Case(
+        "custom_circular_pad", "torchtrt_ex::triton_circular_pad", launch_circular_pad, ({"BLOCK_SIZE": 256},),
+        lambda s, dt, dev: _randn(s, dtype=dt, device=dev),
+        {"padding": [1, 1, 2, 0]},
+        lambda x: torch.nn.functional.pad(x, [1, 1, 2, 0], "circular"),
+        ((2, 3, 8, 8), (4, 5, 6, 7), (1, 2, 9, 5)),
+        min_plugin=(11, 3),
     ),
 )

@@ -7,7 +7,9 @@
     hints); "Triton JIT default" lets Triton specialize as usual. Target: QDP / same <= 1.02.
 (b) RMSNorm: achieved bandwidth of the tta RMSNorm kernel (QDP launch) as a fraction of the
     device-to-device copy rate measured on the same machine and of 4.3 TB/s, next to
-    ``torch.nn.functional.rms_norm`` eager and under ``torch.compile``. Target >= 80%.
+    ``torch.nn.functional.rms_norm`` eager and under ``torch.compile``. Targets: >= 80% of 4.3 TB/s
+    for aligned rows, and >= 85% of the copy rate for ragged rows (``RAGGED``: rows whose start
+    is not 16-byte aligned). Each config is a tactic TensorRT would time; the fastest counts.
 
 GPU times are CUDA-event times over many back-to-back launches after a warm-up, the median of
 several repeats. Sizes are far larger than the 60 MB L2.
@@ -31,6 +33,9 @@ from ..cache import Cache
 from .driver import Loaded, driver_version
 
 H200_COPY_TBPS = 4.3
+# The ragged-row case and its target, as a fraction of the copy rate.
+RAGGED = ("float16", 4001)
+RAGGED_TARGET = 0.85
 
 
 def gpu_ms(fn, iters: int = 50, warmup: int = 10, repeats: int = 7) -> float:
@@ -133,10 +138,11 @@ def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
     from ..specs import triton as triton_spec
 
     M, eps = 65536, 1e-6
-    configs = [{"BLOCK": 4096, "eps": eps, "num_warps": w} for w in (4, 8, 16)]
+    configs = [{"BLOCK": 4096, "eps": eps, "num_warps": w, "ROWS": r} for w in (4, 8) for r in (1, 2, 4, 8)]
     rows = []
     copy = {}
-    for dtype, N in ((torch.float16, 4096), (torch.bfloat16, 4096), (torch.float16, 4001)):
+    cases = ((torch.float16, 4096), (torch.bfloat16, 4096), (torch.float16, 4001), (torch.bfloat16, 4001), (torch.float32, 4001))
+    for dtype, N in cases:
         metas = [TensorType.dynamic(dtype, 2), TensorType.dynamic(dtype, 1)]
         kernels = _compile(triton_spec(ex.launch_rmsnorm, configs), metas, ex.meta, max_ptx, cache)
         x = torch.randn(M, N, device="cuda", dtype=dtype)
@@ -156,9 +162,10 @@ def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
             torch.cuda.synchronize()
             err = (out.float() - ref.float()).abs().max().item()
             ms = gpu_ms(loaded.prepare([x, w], [out], grid, extras))
-            per_config[f"num_warps={k.meta['num_warps']}"] = {"ms": ms, "TBps": nbytes / ms / 1e9, "max_abs_err": err}
+            label = _config_label(k)
+            per_config[label] = {"ms": ms, "TBps": nbytes / ms / 1e9, "frac_copy": nbytes / ms / 1e9 / cr, "max_abs_err": err}
             if best is None or ms < best[0]:
-                best = (ms, k.meta["num_warps"], err)
+                best = (ms, label, err)
         eager_ms = gpu_ms(lambda: F.rms_norm(x, (N,), w, eps))
         compiled_ms = None
         if with_compile:
@@ -176,7 +183,7 @@ def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
                 "bytes": nbytes,
                 "copy_TBps": cr,
                 "tta_ms": best[0],
-                "tta_num_warps": best[1],
+                "tta_config": best[1],
                 "tta_TBps": tb(best[0]),
                 "tta_frac_copy": tb(best[0]) / cr,
                 "tta_frac_4.3": tb(best[0]) / H200_COPY_TBPS,
@@ -189,6 +196,11 @@ def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
             }
         )
     return {"rows": rows}
+
+
+def _config_label(k) -> str:
+    c = dict(k.config)
+    return f"num_warps={k.meta['num_warps']},ROWS={c.get('ROWS', 1)}"
 
 
 def report(res: dict) -> str:
@@ -227,8 +239,12 @@ def _rms_lines(rms: dict) -> list[str]:
     for r in rms["rows"]:
         ct = f"{r['compile_TBps']:.2f}" if r["compile_TBps"] else str(r["compile_ms"])[:60]
         lines.append(
-            f"| {r['dtype']} | {r['shape'][0]}x{r['shape'][1]} | {r['copy_TBps']:.2f} | {r['tta_TBps']:.2f} (num_warps={r['tta_num_warps']}) | {100 * r['tta_frac_copy']:.0f}% | {100 * r['tta_frac_4.3']:.0f}% | {r['eager_TBps']:.2f} | {ct} | {r['tta_max_abs_err']:.1e} |"
+            f"| {r['dtype']} | {r['shape'][0]}x{r['shape'][1]} | {r['copy_TBps']:.2f} | {r['tta_TBps']:.2f} ({r['tta_config']}) | {100 * r['tta_frac_copy']:.1f}% | {100 * r['tta_frac_4.3']:.0f}% | {r['eager_TBps']:.2f} | {ct} | {r['tta_max_abs_err']:.1e} |"
         )
+    for r in rms["rows"]:
+        if (r["dtype"], r["shape"][1]) == RAGGED:
+            met = "met" if r["tta_frac_copy"] >= RAGGED_TARGET else "NOT met"
+            lines += ["", f"ragged rows {r['dtype']} {r['shape'][0]}x{r['shape'][1]}: {100 * r['tta_frac_copy']:.1f}% of the copy rate (target >= {100 * RAGGED_TARGET:.0f}%): {met}"]
     return lines
 
 

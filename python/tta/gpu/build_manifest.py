@@ -1,4 +1,4 @@
-"""``python -m tta.gpu.build_manifest OUT.json [--sm 90] [--max-ptx 90] [--backends triton,cutile] [--via-qdp]``
+"""``python -m tta.gpu.build_manifest OUT.json [--sm 90] [--max-ptx 90] [--backends triton,cutile] [--examples NAMES] [--via-qdp]``
 
 Compile every example kernel (``tta.examples.kernels``: each backend whose DSL is installed),
 every config, for each of its dtypes, for one SM, and write a manifest (``aot/base.py``) that the
@@ -22,10 +22,16 @@ from ..errors import TTAError
 from ..examples.kernels import examples
 
 
-def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, cache=None, progress=None) -> dict:
+def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, cache=None, progress=None, names=None) -> dict:
     kernels, failures = [], []
     t0 = time.perf_counter()
-    for ex in examples(tuple(backends) if backends else None):
+    chosen = examples(tuple(backends) if backends else None)
+    if names:
+        unknown = sorted(set(names) - {ex.name for ex in chosen})
+        if unknown:
+            raise SystemExit(f"tta: no example named {', '.join(unknown)} (known: {', '.join(ex.name for ex in chosen)})")
+        chosen = [ex for ex in chosen if ex.name in names]
+    for ex in chosen:
         if not ex.buildable():
             # A library's kernels (Liger-Kernel) compile only where the library is installed.
             failures.append({"example": ex.name, "error": f"needs {', '.join(ex.requires)} to compile"})
@@ -57,6 +63,7 @@ def main(argv=None) -> int:
     p.add_argument("--sm", type=int, default=90)
     p.add_argument("--max-ptx", type=int, default=90, help="newest PTX ISA the target driver JITs (90 = 9.0, CUDA 13.0)")
     p.add_argument("--backends", default=None, help="comma-separated subset of triton,cutile,cutedsl")
+    p.add_argument("--examples", default=None, help="comma-separated example names (e.g. triton_rmsnorm); default all")
     p.add_argument("--via-qdp", action="store_true", help="take the kernels from tensorrt.plugin's aot_impl (over tests/trt_standin)")
     p.add_argument("--plugin-version", default="11.1", help="with --via-qdp: tensorrt.plugin 11.1 or 11.4")
     args = p.parse_args(argv)
@@ -67,7 +74,8 @@ def main(argv=None) -> int:
         summary = build_via_qdp(args.out, args.sm, args.max_ptx, backends, args.plugin_version)
         print(f"tta: wrote {summary['kernels']} kernels (via tensorrt.plugin aot_impl) to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures")
         return 1 if summary["failures"] else 0
-    summary = build(args.out, args.sm, args.max_ptx, args.backends.split(",") if args.backends else None)
+    names = args.examples.split(",") if args.examples else None
+    summary = build(args.out, args.sm, args.max_ptx, args.backends.split(",") if args.backends else None, names=names)
     print(f"tta: wrote {summary['kernels']} kernels to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures")
     return 1 if summary["failures"] else 0
 

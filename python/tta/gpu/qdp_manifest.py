@@ -119,9 +119,10 @@ def _custom_op_cases(backends) -> list[tuple]:
     return [(c, b) for c, b in cases if b in backends]
 
 
-def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx, backends) -> list:
+def _custom_op_kernels(exprs, plugin_build, failures, left_out, sm, max_ptx, backends) -> list:
     """The ``tta.custom_op`` example ops with their case's argument values, through each op's
-    generated plugin."""
+    generated plugin. A case whose attributes this plugin package cannot carry goes to
+    ``left_out`` with the reason (build with ``--plugin-version 11.4`` to include it)."""
     import tensorrt as trt
     import tensorrt.plugin as trtp
 
@@ -130,7 +131,12 @@ def _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx, backends) -> 
     from ..trt import custom_op, qdp
 
     out = []
+    version = tuple(int(p) for p in trt.__version__.split(".")[:2])
     for case, backend in _custom_op_cases(backends):
+        if version < case.min_plugin:
+            need = ".".join(map(str, case.min_plugin))
+            left_out.append({"example": case.name, "why": f"its attributes need tensorrt.plugin >= {need}, this is {trt.__version__}"})
+            continue
         try:
             spec = getattr(tta, backend)(case.launch, configs=list(case.configs))
             op = custom_op.defined(case.op) or tta.custom_op(case.op, kernel=spec)
@@ -160,7 +166,7 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
 
     from ..trt import qdp
 
-    kernels, failures = [], []
+    kernels, failures, left_out = [], [], []
     t0 = time.perf_counter()
     for ex in examples(tuple(backends) if backends else ("triton",)):
         if not ex.buildable():
@@ -188,8 +194,8 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
                 print(f"tta: {ex.name} {dname}: {e}", file=sys.stderr)
                 continue
             kernels += _kernels(exprs, built, compiled, added, ex.name, dname, ex.test_shapes, shapes, sm, n_in, trt.__version__)
-    kernels += _custom_op_kernels(exprs, plugin_build, failures, sm, max_ptx, tuple(backends) if backends else ("triton",))
+    kernels += _custom_op_kernels(exprs, plugin_build, failures, left_out, sm, max_ptx, tuple(backends) if backends else ("triton",))
     del torch
-    info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "seconds": round(time.perf_counter() - t0, 2)}
+    info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "left_out": left_out, "seconds": round(time.perf_counter() - t0, 2)}
     write_manifest(out, kernels, **info)
     return {"kernels": len(kernels), **info}

@@ -305,83 +305,9 @@ def test_validator_and_priority_mean_what_they_mean_in_torch_tensorrt(builds):
     assert len(calls) == 1 and calls[0]["inputs"] == ["x", "y"]
 
 
-# -- the seed RFC's own example (torchtrt_ex::triton_circular_pad) -------------------------------
+# -- the seed RFC's own example (torchtrt_ex::triton_circular_pad: tta.examples.custom_ops) -------
 
-import numpy as np  # noqa: E402
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from typing import Sequence  # noqa: E402
-
-
-@triton.jit  # type: ignore
-def circ_pad_kernel(
-    X: torch.Tensor,
-    all_pads_0: tl.int32,
-    all_pads_2: tl.int32,
-    all_pads_4: tl.int32,
-    all_pads_6: tl.int32,
-    orig_dims_0: tl.int32,
-    orig_dims_1: tl.int32,
-    orig_dims_2: tl.int32,
-    orig_dims_3: tl.int32,
-    Y: torch.Tensor,
-    Y_shape_1: tl.int32,
-    Y_shape_2: tl.int32,
-    Y_shape_3: tl.int32,
-    X_len: tl.int32,
-    Y_len: tl.int32,
-    BLOCK_SIZE: tl.constexpr,
-) -> None:
-    pid = tl.program_id(0)
-    i = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-
-    mask_y = i < Y_len
-
-    i3 = i % Y_shape_3
-    i2 = (i // Y_shape_3) % Y_shape_2
-    i1 = (i // Y_shape_3 // Y_shape_2) % Y_shape_1
-    i0 = i // Y_shape_3 // Y_shape_2 // Y_shape_1
-
-    j0 = (i0 - all_pads_0 + orig_dims_0) % orig_dims_0
-    j1 = (i1 - all_pads_2 + orig_dims_1) % orig_dims_1
-    j2 = (i2 - all_pads_4 + orig_dims_2) % orig_dims_2
-    j3 = (i3 - all_pads_6 + orig_dims_3) % orig_dims_3
-
-    load_idx = (
-        orig_dims_3 * orig_dims_2 * orig_dims_1 * j0
-        + orig_dims_3 * orig_dims_2 * j1
-        + orig_dims_3 * j2
-        + j3
-    )
-    mask_x = load_idx < X_len
-
-    x = tl.load(X + load_idx, mask=mask_x)
-
-    tl.store(Y + i, x, mask=mask_y)
-
-
-@torch.library.custom_op("torchtrt_ex::triton_circular_pad", mutates_args=())  # type: ignore[misc]
-def triton_circular_pad(x: torch.Tensor, padding: Sequence[int]) -> torch.Tensor:
-    return torch.nn.functional.pad(x, padding, "circular")
-
-
-@torch.library.register_fake("torchtrt_ex::triton_circular_pad")  # type: ignore[misc]
-def _(x: torch.Tensor, padding: Sequence[int]) -> torch.Tensor:
-    return torch.nn.functional.pad(x, padding, "circular")
-
-
-def launch_circular_pad(x, y, *, padding, BLOCK_SIZE=256):
-    """The RFC's launch code, with sizes from the tensors (symbolic here) instead of NumPy."""
-    n = len(x.shape)
-    all_pads = [0] * (n * 2)
-    for i in range(len(padding) // 2):
-        all_pads[n * 2 - 2 * i - 2] = padding[i * 2]
-        all_pads[n * 2 - 2 * i - 1] = padding[i * 2 + 1]
-    grid = (triton.cdiv(y.numel(), BLOCK_SIZE),)
-    circ_pad_kernel[grid](
-        x, all_pads[0], all_pads[2], all_pads[4], all_pads[6], *x.shape,
-        y, y.shape[1], y.shape[2], y.shape[3], x.numel(), y.numel(), BLOCK_SIZE=BLOCK_SIZE,
-    )
 
 
 class CircularPad(nn.Module):
@@ -390,7 +316,7 @@ class CircularPad(nn.Module):
 
 
 def test_seed_rfc_example(builds):
-    spec = tta.triton(launch_circular_pad, configs=[{"BLOCK_SIZE": 256}])
+    spec = tta.triton(ex.launch_circular_pad, configs=[{"BLOCK_SIZE": 256}])
     if tuple(int(p) for p in trt.__version__.split(".")[:2]) < (11, 3):
         with pytest.raises(tta.PluginError, match=r"torchtrt_ex::triton_circular_pad.*attribute 'padding' is a list of int"):
             tta.custom_op("torchtrt_ex::triton_circular_pad", kernel=spec, supports_dynamic_shapes=True)
