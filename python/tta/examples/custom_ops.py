@@ -320,7 +320,7 @@ CASES = (
     ),
     Case(
         "custom_circular_pad", "torchtrt_ex::triton_circular_pad", launch_circular_pad, ({"BLOCK_SIZE": 256},),
-        lambda s, dt, dev: _randn(s, dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {"padding": [1, 1, 2, 0]},
         lambda x: torch.nn.functional.pad(x, [1, 1, 2, 0], "circular"),
         ((2, 3, 8, 8), (4, 5, 6, 7), (1, 2, 9, 5)),
