@@ -53,7 +53,7 @@ def _(x, y, *, alpha, relu=False):
 
 
 # The backend each case's kernels are written in (what --backends selects).
-BACKENDS = {"custom_tile_axpy": "cutile", "custom_cute_axpby": "cutedsl"}
+KERNEL_DSL_OF_CASE = {"custom_tile_axpy": "cutile", "custom_cute_axpby": "cutedsl"}
 
 CASES = (
     Case(

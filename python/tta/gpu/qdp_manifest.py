@@ -115,7 +115,7 @@ def _custom_op_cases(backends) -> list[tuple]:
     from ..examples import custom_ops, custom_ops_dsl
 
     cases = [(c, "triton") for c in custom_ops.CASES]
-    cases += [(c, custom_ops_dsl.BACKENDS[c.name]) for c in custom_ops_dsl.CASES]
+    cases += [(c, custom_ops_dsl.KERNEL_DSL_OF_CASE[c.name]) for c in custom_ops_dsl.CASES]
     return [(c, b) for c, b in cases if b in backends]
 
 
