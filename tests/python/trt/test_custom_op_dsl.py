@@ -31,7 +31,7 @@ CASES = {c.name: c for c in dsl.CASES}
 
 def _op(case):
     if case.op not in co._ops:
-        spec = getattr(tta, dsl.BACKENDS[case.name])(case.launch, configs=list(case.configs))
+        spec = getattr(tta, dsl.KERNEL_DSL_OF_CASE[case.name])(case.launch, configs=list(case.configs))
         tta.custom_op(case.op, kernel=spec)
     return co._ops[case.op]
 
