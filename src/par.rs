@@ -1,4 +1,4 @@
-//! Map over a slice in parallel when there is enough work for it. Below `SERIAL_BELOW` items
+//! Map over (or update) a slice in parallel when there is enough work for it. Below `SERIAL_BELOW` items
 //! the map runs on the calling thread: handing a few items to rayon's pool (waking its threads,
 //! and waiting for them to be scheduled on a busy machine) costs more than the items do.
 
@@ -12,6 +12,15 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync + Se
         items.iter().enumerate().map(|(i, x)| f(i, x)).collect()
     } else {
         items.par_iter().enumerate().map(|(i, x)| f(i, x)).collect()
+    }
+}
+
+/// `items.iter_mut().for_each(f)`, in parallel for long slices.
+pub fn for_each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync + Send) {
+    if items.len() < SERIAL_BELOW {
+        items.iter_mut().for_each(f)
+    } else {
+        items.par_iter_mut().for_each(f)
     }
 }
 

@@ -216,6 +216,7 @@ fn triton_spec(fixture: &str, order: Option<Vec<usize>>, slots: (usize, usize, u
     QdpSpec {
         entry: info["entry"].as_str().unwrap().to_owned(),
         trailing_scratch: serde_json::from_value(info["trailing_scratch"].clone()).unwrap(),
+        roles: None,
         order,
         slots: Some(QdpSlots { inputs: slots.0, extras: slots.1, outputs: slots.2 }),
         max_version: Some(CUDA_13_0_MAX),
@@ -329,6 +330,7 @@ fn cutile_vadd_is_reordered_to_inputs_extras_outputs() {
     let spec = QdpSpec {
         entry: entry_of("cutile_vadd"),
         trailing_scratch: vec![],
+        roles: None,
         order: Some(order.clone()),
         slots: Some(QdpSlots { inputs: 2, extras: 6, outputs: 1 }),
         max_version: Some(IsaVersion::new(9, 4)),
@@ -407,6 +409,14 @@ fn cutile_gemm_hidden_tma_params_are_refused() {
     let cubin = std::fs::read(dir().join("cutile_gemm.cubin")).unwrap();
     let sizes = cubin_sizes(&cubin, &entry);
     assert_eq!(sizes, [8, 4, 4, 4, 4, 8, 4, 4, 4, 4, 8, 4, 4, 4, 4]);
+    let err = ptx::check_cubin_slots(&cubin, &entry, QdpSlots { inputs: 2, extras: 10, outputs: 1 }).unwrap_err();
+    assert_eq!(
+        err.message,
+        "the CUBIN lays out parameters of sizes [8, 4, 4, 4, 4, 8, 4, 4, 4, 4, 8, 4, 4, 4, 4], but TensorRT passes \
+         [8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 8]"
+    );
+    let err = ptx::check_cubin_slots(&cubin, "no_such_kernel", QdpSlots::default()).unwrap_err();
+    assert!(err.message.starts_with("cannot read the kernel's parameters from the CUBIN: "), "{err}");
 }
 
 // ---- CuTeDSL -------------------------------------------------------------------------------

@@ -54,10 +54,6 @@ def _calls_core(fn: Callable[..., _T]) -> Callable[..., _T]:
 
 # -- graph values crossing the boundary -------------------------------------------------------
 
-def _dim(text: str) -> int | str:
-    return int(text) if text.lstrip("-").isdigit() else text
-
-
 @dataclass(frozen=True)
 class Port:
     """A value crossing a region's boundary: a tensor (``dtype``, ``shape``) or an integer
@@ -77,7 +73,7 @@ class Port:
     @staticmethod
     def decode(d: Mapping[str, Any]) -> "Port":
         if d["kind"] == "tensor":
-            return Port(d["name"], "tensor", dtype=d["dtype"], shape=tuple(_dim(s) for s in d["shape"]), mutated=d.get("mutated", False))
+            return Port(d["name"], "tensor", dtype=d["dtype"], shape=tuple(d["shape"]), mutated=d.get("mutated", False))
         return Port(d["name"], d["kind"], expr=d["expr"], mutated=d.get("mutated", False))
 
     def signature(self) -> tuple:
@@ -274,7 +270,7 @@ def meta_document(meta: Mapping[str, Sequence[MetaOutput] | str]) -> dict:
 def decode_meta(doc: Mapping[str, Any]) -> dict[str, list[MetaOutput] | str]:
     """The inverse of ``meta_document`` (a graph file's ``"meta"``)."""
     return {
-        rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(_dim(str(d)) for d in o["shape"])) for o in v["ok"]]
+        rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(o["shape"])) for o in v["ok"]]
         for rid, v in doc.items()
     }
 
@@ -374,22 +370,52 @@ class QdpSlots:
     extras: int
     outputs: int
 
+    def encode(self) -> dict[str, int]:
+        return {"inputs": self.inputs, "extras": self.extras, "outputs": self.outputs}
+
+
+ParamRole = tuple[str, int]
+"""A kernel parameter's place in TensorRT's launch: ("input" | "extra" | "output", index)."""
+
 
 @_calls_core
-def ptx_to_qdp_abi(ptx: str, entry: str, *, order: Sequence[int] | None = None, slots: QdpSlots | None = None,
+def qdp_layout(roles: Sequence[ParamRole]) -> tuple[list[int], QdpSlots]:
+    """The permutation into the QDP order (new i = old order[i]) and the slots of parameters
+    with these roles, in declaration order."""
+    d = json.loads(_core.ptx_qdp_layout(_compact([list(r) for r in roles])))
+    return d["order"], QdpSlots(**d["slots"])
+
+
+@_calls_core
+def check_qdp_roles(roles: Sequence[ParamRole], inputs: int, outputs: int) -> None:
+    """Raise unless parameters with these roles take each of the ``inputs`` inputs and
+    ``outputs`` outputs exactly once (TensorRT passes one pointer for each)."""
+    _core.ptx_check_qdp_roles(_compact([list(r) for r in roles]), inputs, outputs)
+
+
+@_calls_core
+def ptx_to_qdp_abi(ptx: str, entry: str, *, roles: Sequence[ParamRole] | None = None, slots: QdpSlots | None = None,
                    trailing_scratch: Sequence[int] = (), max_version: str | None = None) -> tuple[str, PtxEntry]:
     """All QDP changes at once: drop trailing scratch parameters (sizes must be 0), put the
-    parameters in ``order`` (new i = old order[i]), check each slot's kind, check ``.version``.
+    parameters in the QDP order their ``roles`` give, check each slot's kind (against the
+    roles' slots, or ``slots`` for a kernel already in order), check ``.version``.
     Returns the new PTX and its entry."""
     spec: dict[str, Any] = {"entry": entry, "trailing_scratch": list(trailing_scratch)}
-    if order is not None:
-        spec["order"] = list(order)
+    if roles is not None:
+        spec["roles"] = [list(r) for r in roles]
     if slots is not None:
-        spec["slots"] = {"inputs": slots.inputs, "extras": slots.extras, "outputs": slots.outputs}
+        spec["slots"] = slots.encode()
     if max_version is not None:
         spec["max_version"] = max_version
     out = json.loads(_core.ptx_to_qdp_abi(ptx, _compact(spec)))
     return out["ptx"], _entry(out["entry"])
+
+
+@_calls_core
+def check_cubin_slots(cubin: bytes, entry: str, slots: QdpSlots) -> None:
+    """Raise unless the parameter layout ptxas recorded for ``entry`` is TensorRT's for
+    ``slots``: 8-byte pointers around 4-byte int32 extras."""
+    _core.ptx_check_cubin_slots(cubin, entry, _compact(slots.encode()))
 
 
 @_calls_core
@@ -429,3 +455,9 @@ def cubin_params(cubin: bytes, entry: str) -> list[CubinParam]:
 def max_isa_for_driver(cuda: str) -> str | None:
     """The newest PTX ISA a CUDA driver accepts ("13.0" -> "9.0"), None outside the table."""
     return _core.ptx_max_isa_for_driver(cuda)
+
+
+@_calls_core
+def ptx_stored_params(ptx: str, entry: str) -> list[int]:
+    """Indices of the parameters of ``entry`` the kernel may store through."""
+    return list(_core.ptx_stored_params(ptx, entry))

@@ -55,13 +55,13 @@ def _meta(g, doc: dict, impls: dict, selectors: dict | None) -> dict:
     file do not import), so that their report checks what ``tta.rewrite`` checks."""
     from . import core, graph
     from .errors import GraphError
-    from .rewrite import _run_meta_impls
+    from .rewrite import run_meta_impls
 
     try:
         summary = core.analyze(graph.dumps(doc), impls, selectors).summary()
     except GraphError:
         return {}  # the readers report the broken graph themselves
-    return core.meta_document(_run_meta_impls(summary, {n.name: n for n in g.nodes}))
+    return core.meta_document(run_meta_impls(summary, {n.name: n for n in g.nodes}))
 
 
 def save_graph(program, path: str | os.PathLike, *, selectors=None) -> None:

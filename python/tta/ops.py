@@ -89,7 +89,7 @@ def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int,
     return eager
 
 
-def _make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
+def make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
     def fake(*inputs):
         if plugin.meta_impl is not None:
             outs = plugin.meta_impl(*inputs)
@@ -117,7 +117,7 @@ def ensure_op(op: str, inputs: Sequence[Port], outputs: Sequence[Port], plugin: 
         n_out = len(outputs)
         _lib.define(op + schema(inputs, outputs))
         _lib.impl(op, _make_eager(op, plugin, gm, n_out, launch), "CompositeExplicitAutograd")
-        torch.library.register_fake(f"{NAMESPACE}::{op}", _make_fake(plugin, gm, n_out), lib=_lib)
+        torch.library.register_fake(f"{NAMESPACE}::{op}", make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm
         _signatures[op] = (inputs, outputs, plugin)

@@ -34,9 +34,8 @@ class Plugin:
     launch_tensors: int | None = field(default=None)
 
     def declaration(self) -> dict:
-        """What the Rust pass checks regions against (``ImplDecl``; its ``ports`` is the
-        number of tensors the launch functions take)."""
-        return {"name": self.name, "inputs": self.arity, "ports": self.launch_tensors, "mutates": self.mutates}
+        """What the Rust pass checks regions against (``ImplDecl``)."""
+        return {"name": self.name, "inputs": self.arity, "launch_tensors": self.launch_tensors, "mutates": self.mutates}
 
     def __repr__(self) -> str:
         return f"Plugin({self.key})"
@@ -70,8 +69,8 @@ def _launch_tensors(kernels: tuple, name: str) -> int | None:
     return next(iter(counts), None)
 
 
-def _check_kernels(kernels: tuple, name: str) -> None:
-    from .specs import BACKENDS, KernelSpec, installed
+def check_kernels(kernels: tuple, name: str) -> None:
+    from .specs import KERNEL_DSLS, KernelSpec, installed
 
     if not kernels:
         raise PluginError(f"custom_plugin({name!r}): kernel=[] is empty; give at least one kernel spec or leave it out")
@@ -80,7 +79,7 @@ def _check_kernels(kernels: tuple, name: str) -> None:
             raise PluginError(f"custom_plugin({name!r}): {k!r} is not a kernel spec; use tta.triton/tta.cutile/tta.cutedsl")
         if not installed(k.backend):
             raise PluginError(
-                f"custom_plugin({name!r}): backend {k.backend!r} of {k.identity} is not installed (no module {BACKENDS[k.backend]!r})"
+                f"custom_plugin({name!r}): backend {k.backend!r} of {k.identity} is not installed (no module {KERNEL_DSLS[k.backend]!r})"
             )
 
 
@@ -94,7 +93,7 @@ def custom_plugin(
     ``meta_impl(*inputs)`` returns fake outputs (derived from the region body when absent)."""
     kernels = tuple(kernel) if isinstance(kernel, (list, tuple)) else (() if kernel is None else (kernel,))
     if kernel is not None:
-        _check_kernels(kernels, name or "?")
+        check_kernels(kernels, name or "?")
     if name is None:
         source = meta_impl or next((getattr(k, "launch_fn", None) for k in kernels), None)
         if source is None:

@@ -66,7 +66,7 @@ class RewriteResult:
         return compile_kernels(self.outlined, sm=sm, max_ptx=max_ptx, **options)
 
 
-def _run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]) -> dict[str, list[MetaOutput] | str]:
+def run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]) -> dict[str, list[MetaOutput] | str]:
     """Each region's ``meta_impl`` outputs on its fake inputs. Regions of one plugin with the
     same input signature (a block called in a loop) give the same answer, so it is computed once
     per (plugin, signature): the symbols are the graph's own, so equal text means equal shapes."""
@@ -163,13 +163,13 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], move
         nodes[mv.after].append(nodes[mv.node])
 
 
-# What ExportedProgram.__init__ sets. `_with_new_graph` builds a program field by field only
+# What ExportedProgram.__init__ sets. `with_new_graph` builds a program field by field only
 # when the given one has exactly these (the constructor's own path otherwise).
 _PROGRAM_FIELDS = frozenset(("_graph_module", "_graph_signature", "_state_dict", "_range_constraints", "_module_call_graph",
                              "_example_inputs", "_constants", "_verifiers", "_guards_code"))
 
 
-def _with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
+def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
     """A new ExportedProgram over the rewritten graph (the original module is the root its
     attributes come from), with output specs following renamed nodes.
 
@@ -305,7 +305,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     lap("serialize")
     summary = analysis.summary()
     nodes = {n.name: n for n in g.nodes}
-    meta = _run_meta_impls(summary, nodes)
+    meta = run_meta_impls(summary, nodes)
     outcome = analysis.outline(meta)
     lap("pass")
     if outcome.edits:
@@ -319,7 +319,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     if not isinstance(program, ExportedProgram) and outcome.edits:
         program.graph = g  # the setter regenerates the module's code
     lap("recompile")
-    result = _with_new_graph(program, g) if isinstance(program, ExportedProgram) else program
+    result = with_new_graph(program, g) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())

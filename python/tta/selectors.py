@@ -118,20 +118,6 @@ def normalize(selectors) -> list[ModuleSelector | PatternSelector]:
     return out
 
 
-def _pattern_labels(items: Sequence[ModuleSelector | PatternSelector]) -> list[str | None]:
-    """The name each pattern selector's regions are labelled with (``pattern:<name>:<k>``):
-    pattern names must be unique, so a repeated name gets ``#2``, ``#3``, ..."""
-    counts: dict[str, int] = {}
-    out: list[str | None] = []
-    for s in items:
-        if isinstance(s, PatternSelector):
-            k = counts[s.name] = counts.get(s.name, 0) + 1
-            out.append(s.name if k == 1 else f"{s.name}#{k}")
-        else:
-            out.append(None)
-    return out
-
-
 def encode(selectors, target: torch.fx.Graph) -> tuple[dict | None, set[str]]:
     """The selectors document the pass takes (``src/regions/selectors.rs``) and the impl keys
     it uses."""
@@ -140,29 +126,27 @@ def encode(selectors, target: torch.fx.Graph) -> tuple[dict | None, set[str]]:
         return None, set()
     modules, patterns, keys = [], [], set()
     dtypes = target_dtypes(target) if any(isinstance(s, PatternSelector) and not s.pin_dtypes for s in items) else []
-    for s, label in zip(items, _pattern_labels(items)):
+    for s in items:
         if isinstance(s, ModuleSelector):
             modules.extend(s.entries)
             keys.update(e["impl"] for e in s.entries)
         else:
             first, *others = s.forms(s.decomposed_for(target), dtypes)
-            patterns.append({"name": label, "impl": s.impl.key, "graph": first, **({"forms": others} if others else {})})
+            patterns.append({"name": s.name, "impl": s.impl.key, "graph": first, **({"forms": others} if others else {})})
             keys.add(s.impl.key)
     return {"modules": modules, "patterns": patterns}, keys
 
 
-def warn_unmatched(selectors, regions: Iterable, unmatched: Mapping[str, str] = {}) -> None:
+def warn_unmatched(selectors, regions: Iterable, unmatched: Mapping[str, str]) -> None:
     """Warn about selector keys that chose nothing (a typo in a path, a pattern in the other
-    form), since an empty report is otherwise silent. ``unmatched`` maps a pattern's label to
-    its closest partial match, from the pass."""
+    form), since an empty report is otherwise silent. ``unmatched`` maps the label of each
+    pattern that occurs nowhere (its name; ``name#2`` for a name given again) to its closest
+    partial match, from the pass."""
     hit_modules = {r.origin.selector for r in regions if r.origin.kind == "module"}
-    hit_patterns = {r.origin.pattern for r in regions if r.origin.kind == "pattern"}
-    items = normalize(selectors)
-    for s, label in zip(items, _pattern_labels(items)):
+    for s in normalize(selectors):
         if isinstance(s, ModuleSelector):
             for key in s.labels():
                 if key not in hit_modules:
                     warnings.warn(f"tta: no module in the graph matches {key!r}", stacklevel=4)
-        elif label not in hit_patterns:
-            closest = unmatched.get(label)
-            warnings.warn(f"tta: pattern {s.name!r} occurs nowhere in the graph" + (f"; {closest}" if closest else ""), stacklevel=4)
+    for label, closest in unmatched.items():
+        warnings.warn(f"tta: pattern {label!r} occurs nowhere in the graph; {closest}", stacklevel=4)

@@ -17,13 +17,14 @@ from typing import Any, Callable, Mapping, Sequence
 from .errors import PluginError
 from .identity import qualified_name, reachable_code, short_digest
 
-# The kernel DSLs tta compiles, each with the module it needs.
-BACKENDS: dict[str, str] = {"triton": "triton", "cutile": "cuda.tile", "cutedsl": "cutlass.cute"}
+# The kernel DSLs tta compiles (a kernel spec's `backend`), each with the module it needs. Not the
+# compile backends of `tta.compile` (`backends.BACKENDS`).
+KERNEL_DSLS: dict[str, str] = {"triton": "triton", "cutile": "cuda.tile", "cutedsl": "cutlass.cute"}
 
 
 def installed(backend: str) -> bool:
     """Whether the DSL of ``backend`` can be imported here."""
-    module = BACKENDS.get(backend)
+    module = KERNEL_DSLS.get(backend)
     try:
         return module is not None and importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):

@@ -51,7 +51,8 @@ pub struct DerivedEdit {
     pub dim: usize,
 }
 
-pub struct Outlined {
+/// The rewritten graph, and the edits and moves that make it from the input graph.
+pub struct Rewrite {
     pub graph: Graph,
     pub edits: Vec<Edit>,
     pub moves: Vec<Move>,
@@ -61,7 +62,7 @@ pub struct Outlined {
 
 /// Consumes the graph: untouched nodes move into the result instead of being copied (a 100k-node
 /// graph is mostly untouched).
-pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
+pub fn outline(g: Graph, accepted: &[Accepted]) -> Rewrite {
     let mut namer = Namer::new(&g);
     let mut plan = Plan {
         removed: vec![false; g.nodes.len()],
@@ -81,7 +82,7 @@ pub fn outline(g: Graph, accepted: &[Accepted]) -> Outlined {
             changed = order.into_iter().map(|i| changed[i]).collect();
         }
     }
-    Outlined { graph, edits, moves, changed }
+    Rewrite { graph, edits, moves, changed }
 }
 
 /// Fresh node names. Every name minted here starts with `tta_`; only existing names like that

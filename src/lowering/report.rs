@@ -38,7 +38,7 @@ pub struct RegionReport {
 fn ports(f: &mut fmt::Formatter<'_>, label: &str, ports: &[Port]) -> fmt::Result {
     for p in ports {
         let kind = match &p.kind {
-            crate::regions::PortKind::Tensor { dtype, shape } => format!("{dtype}[{}]", shape.join(", ")),
+            crate::regions::PortKind::Tensor { dtype, shape } => format!("{dtype}[{}]", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
             crate::regions::PortKind::SymInt { expr } => format!("SymInt {expr}"),
         };
         writeln!(f, "    {label} {}: {kind}{}", p.name, if p.mutated { " (written in place)" } else { "" })?;

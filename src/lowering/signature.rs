@@ -1,6 +1,7 @@
 //! The plugin signature of a region, checked against what its impl declares.
 
 use crate::expr;
+use crate::graph::Dim;
 use crate::regions::{Boundary, Port, PortKind};
 use serde::{Deserialize, Serialize};
 
@@ -12,13 +13,10 @@ pub struct ImplDecl {
     /// Number of inputs the impl takes, when it says.
     #[serde(default)]
     pub inputs: Option<usize>,
-    /// Number of outputs the impl returns, when it says.
-    #[serde(default)]
-    pub outputs: Option<usize>,
     /// Number of tensors the impl's launch function takes: the region's inputs, then its
-    /// outputs (config keywords not counted), when it says.
-    #[serde(default)]
-    pub ports: Option<usize>,
+    /// outputs (config keywords not counted), when it says. (`ports` in older graph files.)
+    #[serde(default, alias = "ports")]
+    pub launch_tensors: Option<usize>,
     /// The impl writes some of its inputs in place.
     #[serde(default)]
     pub mutates: bool,
@@ -28,7 +26,7 @@ pub struct ImplDecl {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct MetaOut {
     pub dtype: String,
-    pub shape: Vec<crate::graph::Dim>,
+    pub shape: Vec<Dim>,
 }
 
 /// Refuse when the declared arity or the meta outputs disagree with the region.
@@ -44,17 +42,7 @@ pub fn check(b: &Boundary, decl: &ImplDecl, meta: Option<&Result<Vec<MetaOut>, S
             ));
         }
     }
-    if let Some(n) = decl.outputs {
-        if n != b.outputs.len() {
-            return Err(format!(
-                "impl `{}` returns {n} output(s) but the region produces {} used outside: {}",
-                decl.name,
-                b.outputs.len(),
-                names(&b.outputs)
-            ));
-        }
-    }
-    if let Some(n) = decl.ports {
+    if let Some(n) = decl.launch_tensors {
         if n != b.inputs.len() + b.outputs.len() {
             return Err(format!(
                 "the launch function of `{}` takes {n} tensor(s) (inputs, then outputs) but the region has {} input(s) ({}) and {} output(s) ({})",
@@ -90,13 +78,12 @@ pub fn check(b: &Boundary, decl: &ImplDecl, meta: Option<&Result<Vec<MetaOut>, S
                 port_hint(b, meta, i)
             ));
         }
-        let theirs: Vec<String> = m.shape.iter().map(|d| d.to_string()).collect();
-        if !same_shape(&theirs, shape) {
+        if !same_shape(&m.shape, shape) {
             return Err(format!(
                 "meta_impl output {i} has shape [{}] but region output `{}` has shape [{}]{}",
-                theirs.join(", "),
+                shape_text(&m.shape),
                 port.name,
-                shape.join(", "),
+                shape_text(shape),
                 port_hint(b, meta, i)
             ));
         }
@@ -106,8 +93,7 @@ pub fn check(b: &Boundary, decl: &ImplDecl, meta: Option<&Result<Vec<MetaOut>, S
 
 fn matches(m: &MetaOut, port: &Port) -> bool {
     let PortKind::Tensor { dtype, shape } = &port.kind else { return false };
-    let theirs: Vec<String> = m.shape.iter().map(|d| d.to_string()).collect();
-    &m.dtype == dtype && same_shape(&theirs, shape)
+    &m.dtype == dtype && same_shape(&m.shape, shape)
 }
 
 /// Why output `i` may disagree when the real cause is port order: the outputs come back in
@@ -120,12 +106,11 @@ fn port_hint(b: &Boundary, meta: &[MetaOut], i: usize) -> String {
             b.outputs.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")
         );
     }
-    let like = |shape: &[String]| {
+    let like = |shape: &[Dim]| {
         b.inputs.iter().position(|p| matches!(&p.kind, PortKind::Tensor { shape: s, .. } if same_shape(s, shape)))
     };
-    let theirs: Vec<String> = meta[i].shape.iter().map(|d| d.to_string()).collect();
     let PortKind::Tensor { shape: want, .. } = &b.outputs[i].kind else { return String::new() };
-    match (like(&theirs), like(want)) {
+    match (like(&meta[i].shape), like(want)) {
         (Some(got), Some(wanted)) if got != wanted => {
             let inputs: Vec<String> = b.inputs.iter().enumerate().map(|(k, p)| format!("{k}: `{}`", p.name)).collect();
             format!(
@@ -171,12 +156,19 @@ fn rename_symbols(text: &str, seen: &mut Vec<String>) -> String {
     out
 }
 
-fn same_shape(a: &[String], b: &[String]) -> bool {
+fn same_shape(a: &[Dim], b: &[Dim]) -> bool {
     a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| match (expr::canonical(x), expr::canonical(y)) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => x == y,
+        && a.iter().zip(b).all(|(x, y)| {
+            let (x, y) = (x.to_string(), y.to_string());
+            match (expr::canonical(&x), expr::canonical(&y)) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => x == y,
+            }
         })
+}
+
+fn shape_text(shape: &[Dim]) -> String {
+    shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// Canonical text of a boundary, the part of the op name that depends on the signature.
@@ -190,7 +182,7 @@ pub fn canonical(b: &Boundary) -> String {
     };
     let mut port = |p: &Port| match &p.kind {
         PortKind::Tensor { dtype, shape } => {
-            let dims: Vec<String> = shape.iter().map(|d| canon(d)).collect();
+            let dims: Vec<String> = shape.iter().map(|d| canon(&d.to_string())).collect();
             format!("{dtype}[{}]{}", dims.join(","), if p.mutated { "!" } else { "" })
         }
         PortKind::SymInt { expr: e } => format!("SymInt({})", canon(e)),

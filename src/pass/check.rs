@@ -5,7 +5,7 @@
 
 use super::outline::Outcome;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::Graph;
+use crate::graph::{Graph, Node};
 use serde::Deserialize;
 use std::collections::HashMap;
 
@@ -14,7 +14,26 @@ use std::collections::HashMap;
 #[derive(Deserialize)]
 pub struct Delta {
     pub order: Vec<String>,
-    pub nodes: HashMap<String, crate::graph::Node>,
+    pub nodes: HashMap<String, Node>,
+}
+
+fn mismatch(message: String) -> Error {
+    Error::new(ErrorKind::Mismatch, message)
+}
+
+fn same_length(theirs: usize, ours: usize) -> Result<()> {
+    if theirs != ours {
+        return Err(mismatch(format!("the rewritten fx graph has {theirs} nodes, the pass produced {ours}")));
+    }
+    Ok(())
+}
+
+fn node_differs(i: usize, theirs: &Node, ours: &Node) -> Error {
+    mismatch(format!(
+        "node #{i} differs:\n  fx:   {}\n  pass: {}",
+        serde_json::to_string(theirs).unwrap(),
+        serde_json::to_string(ours).unwrap()
+    ))
 }
 
 impl Outcome {
@@ -22,29 +41,16 @@ impl Outcome {
     /// match, every node the pass changed must come back re-serialized and equal, and no other
     /// node may have changed on the Python side.
     pub fn check_delta(&self, delta: &Delta) -> Result<()> {
-        let mismatch = |m: String| Err(Error::new(ErrorKind::Mismatch, m));
-        if delta.order.len() != self.graph.nodes.len() {
-            return mismatch(format!(
-                "the rewritten fx graph has {} nodes, the pass produced {}",
-                delta.order.len(),
-                self.graph.nodes.len()
-            ));
-        }
+        same_length(delta.order.len(), self.graph.nodes.len())?;
         for (i, (name, node)) in delta.order.iter().zip(&self.graph.nodes).enumerate() {
             if name != &node.name {
-                return mismatch(format!("node #{i} is `{name}` in the fx graph but `{}` in the pass's graph", node.name));
+                return Err(mismatch(format!("node #{i} is `{name}` in the fx graph but `{}` in the pass's graph", node.name)));
             }
             match (self.changed[i], delta.nodes.get(name)) {
                 (true, Some(theirs)) if theirs == node => {}
-                (true, Some(theirs)) => {
-                    return mismatch(format!(
-                        "node #{i} differs:\n  fx:   {}\n  pass: {}",
-                        serde_json::to_string(theirs).unwrap(),
-                        serde_json::to_string(node).unwrap()
-                    ))
-                }
-                (true, None) => return mismatch(format!("node `{name}` should have changed but the fx graph did not change it")),
-                (false, Some(_)) => return mismatch(format!("node `{name}` changed in the fx graph but the pass did not change it")),
+                (true, Some(theirs)) => return Err(node_differs(i, theirs, node)),
+                (true, None) => return Err(mismatch(format!("node `{name}` should have changed but the fx graph did not change it"))),
+                (false, Some(_)) => return Err(mismatch(format!("node `{name}` changed in the fx graph but the pass did not change it"))),
                 (false, None) => {}
             }
         }
@@ -53,25 +59,12 @@ impl Outcome {
 
     /// Compare Python's re-serialized graph with ours; the error names the first difference.
     pub fn check_matches(&self, other: &Graph) -> Result<()> {
-        let mismatch = |m: String| Err(Error::new(ErrorKind::Mismatch, m));
-        if other.nodes.len() != self.graph.nodes.len() {
-            return mismatch(format!(
-                "the rewritten fx graph has {} nodes, the pass produced {}",
-                other.nodes.len(),
-                self.graph.nodes.len()
-            ));
-        }
-        for (i, (a, b)) in other.nodes.iter().zip(&self.graph.nodes).enumerate() {
-            if a != b {
-                return mismatch(format!(
-                    "node #{i} differs:\n  fx:   {}\n  pass: {}",
-                    serde_json::to_string(a).unwrap(),
-                    serde_json::to_string(b).unwrap()
-                ));
-            }
+        same_length(other.nodes.len(), self.graph.nodes.len())?;
+        if let Some((i, (a, b))) = other.nodes.iter().zip(&self.graph.nodes).enumerate().find(|(_, (a, b))| a != b) {
+            return Err(node_differs(i, a, b));
         }
         if other.regions != self.graph.regions {
-            return mismatch("the region declarations differ".into());
+            return Err(mismatch("the region declarations differ".into()));
         }
         Ok(())
     }

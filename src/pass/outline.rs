@@ -1,7 +1,7 @@
 //! Step 2 of the pass: decide each valid region (signature against its impl and meta outputs,
 //! op name), outline the accepted ones, verify the result and report on every candidate.
 
-use super::analyze::{ms, Analysis, MetaResult, Timings};
+use super::analyze::{ms, Analysis, Impls, MetaResult, Timings};
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{self, Graph};
 use crate::lowering::outline::{self, Accepted};
@@ -56,26 +56,16 @@ impl Analysis {
             }
         }
         let t = Instant::now();
-        let Analysis { graph, impls, candidates, unmatched, timings } = self;
+        let Analysis { graph, impls, mut candidates, unmatched, timings } = self;
         // Signature checks and naming, per region, in parallel: the op name, or why not.
-        let decided: Vec<std::result::Result<String, String>> =
-            crate::par::map(&candidates, |_, c| decide(&graph, &impls, c, meta.get(&c.region.id)));
-        // Member names now: outlining consumes the graph. Ports move into the report afterwards.
-        let names: Vec<Vec<String>> =
-            candidates.iter().map(|c| names_of(&graph, &c.region.members)).collect();
-        let absorbed: Vec<Vec<String>> = candidates.iter().map(|c| names_of(&graph, &c.absorbed)).collect();
+        crate::par::for_each_mut(&mut candidates, |c| decide(&graph, &impls, c, meta.get(&c.region.id)));
+        // Reports now: outlining consumes the graph (member names) and borrows the boundaries.
+        let mut report: Vec<RegionReport> = candidates.iter().map(|c| report_of(&graph, c)).collect();
         let accepted: Vec<Accepted> = candidates
             .iter()
-            .zip(&decided)
-            .filter_map(|(c, d)| match (c.boundary(), d) {
-                (Some(boundary), Ok(op)) => Some(Accepted { region: &c.region, boundary, op: op.clone() }),
-                _ => None,
-            })
+            .filter_map(|c| Some(Accepted { region: &c.region, boundary: c.boundary()?, op: c.op()?.to_owned() }))
             .collect();
         let out = outline::outline(graph, &accepted);
-        drop(accepted);
-        let mut report: Vec<RegionReport> =
-            candidates.into_iter().zip(decided).zip(names.into_iter().zip(absorbed)).map(|((c, d), n)| report_of(c, d, n)).collect();
         // The verifier runs after the pass as before it: a rewritten graph that breaks an
         // invariant is a bug here, never something to hand back.
         graph::verify::verify(&out.graph).map_err(|e| {
@@ -90,47 +80,43 @@ impl Analysis {
     }
 }
 
-fn decide(g: &Graph, impls: &super::Impls, c: &Candidate, meta: Option<&MetaResult>) -> std::result::Result<String, String> {
-    let b = match c.boundary() {
-        Some(b) => b,
-        None => return Err(c.reason().unwrap_or("it was not validated").to_owned()),
+/// Accept a valid region (its op name), or refuse it with why its signature does not fit.
+fn decide(g: &Graph, impls: &Impls, c: &mut Candidate, meta: Option<&MetaResult>) {
+    let Some(b) = c.boundary() else {
+        if matches!(c.verdict, Verdict::Pending) {
+            c.decision = Some(Err("it was not validated".to_owned()));
+        }
+        return;
     };
     let decl = &impls[&c.region.impl_key];
     let m = meta.map(|m| match m {
         MetaResult::Ok(v) => Ok(v.clone()),
         MetaResult::Error(e) => Err(e.clone()),
     });
-    signature::check(b, decl, m.as_ref())?;
-    Ok(naming::op_name(g, &c.region, b, &decl.name))
+    c.decision = Some(signature::check(b, decl, m.as_ref()).map(|()| naming::op_name(g, &c.region, b, &decl.name)));
 }
 
 fn names_of(g: &Graph, nodes: &[usize]) -> Vec<String> {
     nodes.iter().map(|&m| g.nodes[m].name.clone()).collect()
 }
 
-/// `names`: the region's members and the assertion nodes among them it absorbed.
-fn report_of(c: Candidate, decided: std::result::Result<String, String>, names: (Vec<String>, Vec<String>)) -> RegionReport {
-    let (nodes, absorbed) = names;
-    let Candidate { region, verdict, .. } = c;
-    let (inputs, outputs) = match verdict {
-        Verdict::Valid(b) => (b.inputs, b.outputs),
-        _ => (Vec::new(), Vec::new()),
+fn report_of(g: &Graph, c: &Candidate) -> RegionReport {
+    let (inputs, outputs) = match c.boundary() {
+        Some(b) => (b.inputs.clone(), b.outputs.clone()),
+        None => (Vec::new(), Vec::new()),
     };
-    let (status, reason, op) = match decided {
-        Ok(op) => (Status::Outlined, None, Some(op)),
-        Err(why) => (Status::Refused, Some(why), None),
-    };
+    let status = if c.op().is_some() { Status::Outlined } else { Status::Refused };
     RegionReport {
-        id: region.id,
-        impl_key: region.impl_key,
-        origin: region.origin,
-        source: region.source,
+        id: c.region.id.clone(),
+        impl_key: c.region.impl_key.clone(),
+        origin: c.region.origin.clone(),
+        source: c.region.source.clone(),
         status,
-        reason,
-        op,
+        reason: c.reason().map(str::to_owned),
+        op: c.op().map(str::to_owned),
         node: None,
-        nodes,
-        absorbed,
+        nodes: names_of(g, &c.region.members),
+        absorbed: names_of(g, &c.absorbed),
         inputs,
         outputs,
     }

@@ -7,7 +7,8 @@
 //! - [`parse`]: header and `.entry` declarations, with byte spans.
 //! - [`permute_params`], [`drop_trailing_scratch`]: reorder or drop parameter declarations.
 //! - [`check_version`] against [`max_isa_for_driver`]; [`relabel_version`] only on request.
-//! - [`to_qdp_abi`]: all of it for one kernel.
+//! - [`to_qdp_abi`]: all of it for one kernel; [`qdp_order`], [`QdpSlots::of`] and
+//!   [`check_cubin_slots`]: the launch's layout rules.
 //! - [`debug_ptx_from_cubin`]: cuTile's PTX, which only exists inside its CUBIN;
 //!   [`cubin_params`]: the parameter layout ptxas recorded in a CUBIN.
 //! - [`stored_params`]: the parameters a kernel may write through.
@@ -26,5 +27,5 @@ pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
 pub use span::Span;
 pub use stores::stored_params;
-pub use qdp::{check_slots, to_qdp_abi, QdpPtx, QdpSlots, QdpSpec};
+pub use qdp::{check_cubin_slots, check_roles, check_slots, qdp_order, to_qdp_abi, ParamRole, QdpPtx, QdpSlots, QdpSpec, Role};
 pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};

@@ -14,6 +14,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ptx_relabel_version, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_drop_arch_suffix, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_to_qdp_abi, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_qdp_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_check_cubin_slots, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_check_qdp_roles, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_from_cubin, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_cubin_params, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_max_isa_for_driver, m)?)?;
@@ -77,14 +80,45 @@ fn ptx_drop_arch_suffix(ptx_text: &str) -> PyResult<String> {
     guarded("ptx_drop_arch_suffix", ptx_text, || ptx::drop_arch_suffix(ptx_text).map_err(to_py))
 }
 
-/// All QDP changes at once. `spec_json`: `{"entry", "trailing_scratch": [..], "order": [..],
-/// "slots": {"inputs", "extras", "outputs"}, "max_version": "9.0"}` (all but `entry` optional).
+/// All QDP changes at once. `spec_json`: `{"entry", "trailing_scratch": [..], "roles": [[role,
+/// index], ..] | "order": [..], "slots": {"inputs", "extras", "outputs"}, "max_version": "9.0"}`
+/// (all but `entry` optional).
 /// Returns JSON `{"ptx": str, "entry": <entry as in ptx_parse>}`.
 #[pyfunction]
 fn ptx_to_qdp_abi(ptx_text: &str, spec_json: &str) -> PyResult<String> {
     guarded("ptx_to_qdp_abi", ptx_text, || {
         let spec: ptx::QdpSpec = serde_json::from_str(spec_json).map_err(|e| input_err("QDP spec", e))?;
         ptx::to_qdp_abi(ptx_text, &spec).map(|q| json(&q)).map_err(to_py)
+    })
+}
+
+/// The QDP order and slots of parameters with these roles: `roles_json` is `[[role, index], ..]`
+/// (role "input", "extra" or "output"); JSON `{"order": [..], "slots": {"inputs", "extras", "outputs"}}`.
+#[pyfunction]
+fn ptx_qdp_layout(roles_json: &str) -> PyResult<String> {
+    guarded("ptx_qdp_layout", roles_json, || {
+        let roles: Vec<ptx::ParamRole> = serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
+        Ok(json(&serde_json::json!({"order": ptx::qdp_order(&roles), "slots": ptx::QdpSlots::of(&roles)})))
+    })
+}
+
+/// Raise unless parameters with these roles (`[[role, index], ..]`) take each of `inputs` inputs
+/// and `outputs` outputs exactly once.
+#[pyfunction]
+fn ptx_check_qdp_roles(roles_json: &str, inputs: usize, outputs: usize) -> PyResult<()> {
+    guarded("ptx_check_qdp_roles", roles_json, || {
+        let roles: Vec<ptx::ParamRole> = serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
+        ptx::check_roles(&roles, inputs, outputs).map_err(to_py)
+    })
+}
+
+/// Raise unless the CUBIN's kernel `entry` lays out its parameters as TensorRT passes `slots_json`
+/// (`{"inputs", "extras", "outputs"}`).
+#[pyfunction]
+fn ptx_check_cubin_slots(cubin: &[u8], entry: &str, slots_json: &str) -> PyResult<()> {
+    guarded("ptx_check_cubin_slots", &cubin_label(cubin), || {
+        let slots: ptx::QdpSlots = serde_json::from_str(slots_json).map_err(|e| input_err("QDP slots", e))?;
+        ptx::check_cubin_slots(cubin, entry, slots).map_err(to_py)
     })
 }
 

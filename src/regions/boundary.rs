@@ -118,7 +118,7 @@ fn derive_sizes(inputs: &mut Vec<Port>) -> Vec<DerivedSize> {
     let mut derived = Vec::new();
     let dim_of = |e: &str, inputs: &[Port]| {
         inputs.iter().find_map(|p| match &p.kind {
-            PortKind::Tensor { shape, .. } => shape.iter().position(|d| d == e).map(|dim| (p.name.clone(), dim)),
+            PortKind::Tensor { shape, .. } => shape.iter().position(|d| d.to_string() == e).map(|dim| (p.name.clone(), dim)),
             PortKind::SymInt { .. } => None,
         })
     };

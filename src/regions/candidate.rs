@@ -1,5 +1,5 @@
 //! One record per candidate region, carried through the whole pass: the region, the boundary
-//! order its selector fixes, and the verdict on it.
+//! order its selector fixes, the verdict on it, and the op that replaces it once accepted.
 
 use super::pattern::PortOrder;
 use super::{Boundary, Region};
@@ -12,6 +12,9 @@ pub struct Candidate {
     pub verdict: Verdict,
     /// Assertion nodes export left untagged that it absorbed (`regions::asserts`).
     pub absorbed: Vec<usize>,
+    /// Step 2's decision on a valid region: the op that replaces it, or why its signature does
+    /// not fit (the boundary stays, for the report).
+    pub decision: Option<Result<String, String>>,
 }
 
 pub enum Verdict {
@@ -25,7 +28,7 @@ pub enum Verdict {
 
 impl Candidate {
     pub fn new(region: Region) -> Candidate {
-        Candidate { region, order: None, verdict: Verdict::Pending, absorbed: Vec::new() }
+        Candidate { region, order: None, verdict: Verdict::Pending, absorbed: Vec::new(), decision: None }
     }
 
     pub fn boundary(&self) -> Option<&Boundary> {
@@ -35,9 +38,18 @@ impl Candidate {
         }
     }
 
+    /// Why it was refused, by validation or by step 2's decision.
     pub fn reason(&self) -> Option<&str> {
-        match &self.verdict {
-            Verdict::Refused(why) => Some(why),
+        match (&self.verdict, &self.decision) {
+            (Verdict::Refused(why), _) | (_, Some(Err(why))) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The op that replaces it, once step 2 accepted it.
+    pub fn op(&self) -> Option<&str> {
+        match &self.decision {
+            Some(Ok(op)) => Some(op),
             _ => None,
         }
     }

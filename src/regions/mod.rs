@@ -13,7 +13,7 @@ pub mod pattern;
 pub mod selectors;
 pub mod validate;
 
-use crate::graph::TensorMeta;
+use crate::graph::{Dim, TensorMeta};
 use serde::Serialize;
 
 /// How a region was chosen.
@@ -55,14 +55,15 @@ pub struct Port {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PortKind {
-    Tensor { dtype: String, shape: Vec<String> },
+    /// `shape`: ints and symbolic expressions, as in the graph format.
+    Tensor { dtype: String, shape: Vec<Dim> },
     /// A symbolic or constant integer produced outside the region (e.g. `sym_size`).
     SymInt { expr: String },
 }
 
 impl PortKind {
     pub fn tensor(t: &TensorMeta) -> PortKind {
-        PortKind::Tensor { dtype: t.dtype.clone(), shape: t.shape.iter().map(|d| d.to_string()).collect() }
+        PortKind::Tensor { dtype: t.dtype.clone(), shape: t.shape.clone() }
     }
 }
 

@@ -32,14 +32,18 @@ pub fn from_json(text: &str) -> Result<Selectors> {
 /// refusal there never takes a valid region down with it.
 /// Patterns that occur nowhere come back too, each with its closest partial match.
 pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selectors) -> Result<(Vec<Candidate>, Vec<Unmatched>)> {
-    let mut names = HashSet::new();
-    for p in &sel.patterns {
-        if !names.insert(p.name.as_str()) {
-            return Err(Error::new(ErrorKind::Input, format!("two patterns are named `{}`; pattern names must be unique", p.name)));
-        }
-    }
     let mut out: Vec<Candidate> = modules::select(g, &sel.modules)?.into_iter().map(Candidate::new).collect();
-    let compiled: Vec<Vec<pattern::Pattern>> = sel.patterns.iter().map(pattern::Pattern::compile_all).collect::<Result<_>>()?;
+    let labels = pattern_labels(&sel.patterns);
+    let compiled: Vec<Vec<pattern::Pattern>> = sel
+        .patterns
+        .iter()
+        .zip(&labels)
+        .map(|(p, label)| {
+            let mut forms = pattern::Pattern::compile_all(p)?;
+            forms.iter_mut().for_each(|f| f.name.clone_from(label));
+            Ok(forms)
+        })
+        .collect::<Result<_>>()?;
     // Each pattern scans the whole graph: worth a thread even for two patterns.
     let found: Vec<pattern::Found> = if compiled.len() > 1 {
         compiled.par_iter().map(|forms| pattern::find(forms, g, index, dag)).collect()
@@ -47,9 +51,9 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
         compiled.iter().map(|forms| pattern::find(forms, g, index, dag)).collect()
     };
     let mut unmatched = Vec::new();
-    for (f, p) in found.into_iter().zip(&sel.patterns) {
+    for (f, label) in found.into_iter().zip(labels) {
         if let Some(closest) = f.closest {
-            unmatched.push(Unmatched { pattern: p.name.clone(), closest });
+            unmatched.push(Unmatched { pattern: label, closest });
         }
         for (region, order) in f.regions {
             out.push(match order {
@@ -59,4 +63,22 @@ pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selector
         }
     }
     Ok((out, unmatched))
+}
+
+/// The name each pattern's regions, report lines and unmatched entry carry: its own, or for a
+/// name given again, the first free of `name#2`, `name#3`, ... (region ids must be unique).
+fn pattern_labels(patterns: &[PatternSelector]) -> Vec<String> {
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut labels = Vec::with_capacity(patterns.len());
+    for p in patterns {
+        let mut label = p.name.clone();
+        let mut k = 1;
+        while taken.contains(&label) {
+            k += 1;
+            label = format!("{}#{k}", p.name);
+        }
+        taken.insert(label.clone());
+        labels.push(label);
+    }
+    labels
 }

@@ -232,7 +232,7 @@ fn run_graph(input: &[u8], rng: &mut Rng) -> Verdict {
             .filter_map(|p| match &p.kind {
                 tta::regions::PortKind::Tensor { dtype, shape } => Some(MetaOut {
                     dtype: dtype.clone(),
-                    shape: shape.iter().map(|d| d.parse().map(graph::Dim::Const).unwrap_or_else(|_| graph::Dim::Sym(d.clone()))).collect(),
+                    shape: shape.clone(),
                 }),
                 _ => None,
             })
@@ -340,6 +340,9 @@ fn run_ptx(text: &str, rng: &mut Rng) -> Verdict {
         let spec = ptx::QdpSpec {
             entry: e.name.clone(),
             trailing_scratch: Vec::new(),
+            roles: rng.chance(3).then(|| {
+                (0..n).map(|k| ([ptx::Role::Input, ptx::Role::Extra, ptx::Role::Output][rng.below(3)], k)).collect()
+            }),
             order: rng.chance(2).then(|| order.clone()),
             slots: rng.chance(2).then(|| ptx::QdpSlots { inputs: rng.below(n + 1), extras: rng.below(2), outputs: rng.below(2) }),
             max_version: rng.chance(2).then_some(ptx::IsaVersion { major: 9, minor: 0 }),

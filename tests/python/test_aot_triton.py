@@ -136,7 +136,7 @@ def test_too_new_ptx_is_refused_by_the_rust_check():
     if k.ptx_version <= "8.0":
         pytest.skip("Triton emits an old ISA here")
     with pytest.raises(PluginError, match="needs a CUDA .* driver"):
-        ptxabi.to_qdp_abi(k.code.decode(), entry=k.entry, user_params=4, permutation=[0, 1, 2, 3], slots=QdpSlots(2, 1, 1), max_ptx=80)
+        ptxabi.to_qdp_abi(k.code.decode(), entry=k.entry, slots=QdpSlots(2, 1, 1), max_ptx=80)
 
 
 def test_scratch_kernels_are_refused():

@@ -48,7 +48,7 @@ def test_port_shapes_cross_as_typed_dims():
     }
     import json
 
-    decl = {"p": {"name": "p", "inputs": None, "outputs": None, "ports": None, "mutates": False}}
+    decl = {"p": {"name": "p", "inputs": None, "launch_tensors": None, "mutates": False}}
     (summary,) = core.analyze(json.dumps(graph), decl).summary()
     assert summary.valid and summary.inputs == (core.Port("x", "tensor", dtype="float32", shape=("s0", 4)),)
     assert isinstance(summary.inputs[0].shape[1], int)

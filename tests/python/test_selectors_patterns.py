@@ -192,6 +192,25 @@ def test_find_regions_reports_without_rewriting():
     assert [(r.id, r.reason) for r in found] == [("module:0", None), ("module:1", None)]
 
 
+def test_a_pattern_name_given_twice_is_labelled_by_the_pass():
+    x = torch.randn(4, 8)
+
+    class TwoOps(nn.Module):
+        def forward(self, a, b):
+            return torch.relu(a + b), torch.tanh(a * b)
+
+    ep = torch.export.export(TwoOps(), (x, x.clone())).run_decompositions()
+    add_relu = tta.lower_pattern(lambda a, b: torch.relu(a + b), tta.custom_plugin(name="add_relu"), (x, x.clone()), name="op")
+    mul_tanh = tta.lower_pattern(lambda a, b: torch.tanh(a * b), tta.custom_plugin(name="mul_tanh"), (x, x.clone()), name="op")
+    sigmoid = tta.lower_pattern(lambda a: torch.sigmoid(a), tta.custom_plugin(name="sig"), (x,), name="op")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = tta.rewrite(ep, selectors=[add_relu, mul_tanh, sigmoid])
+    assert [r.id for r in res.outlined] == ["pattern:op:0", "pattern:op#2:0"], str(res)
+    msgs = [str(w.message) for w in caught if "occurs nowhere" in str(w.message)]
+    assert len(msgs) == 1 and msgs[0].startswith("tta: pattern 'op#3' occurs nowhere in the graph; "), msgs
+
+
 def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decomposed, monkeypatch):
     from tta.patterns import PatternSelector
 

@@ -58,8 +58,8 @@ def test_missing_backend_is_reported_by_name(monkeypatch):
 
 
 def test_plugin_declares_tensor_ports_from_the_launch_function():
-    p = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}]), name="ports")
-    assert p.declaration()["ports"] == 3  # x, y, out
+    p = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}]), name="launch_tensors")
+    assert p.declaration()["launch_tensors"] == 3  # x, y, out
 
 
 def test_launch_function_that_does_not_fit_the_region_is_refused():

@@ -53,7 +53,7 @@ from .cutedsl_ir import LaunchHook, dynamic_smem_from_host_ir
 from .cutile import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from .driver import Artifact, Backend
 from .record import patched
-from .session import Session, check_each_port_once, constant_int
+from .session import Session, constant_int
 
 # Recording addresses: port slot s is at _BASE + (s << 32) (aligned for any assumed_align).
 _BASE = 0x7A7A << 48
@@ -345,7 +345,7 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
         raise PluginError(f"{here}: expected one kernel in the PTX, found {[e.name for e in entries]}")
     entry = entries[0]
     params = launch.params  # the kernel's runtime params in declaration order: (role, index)
-    check_each_port_once(params, len(plan.input_dtypes), len(plan.output_dtypes), here)
+    ptxabi.check_each_port_once(params, len(plan.input_dtypes), len(plan.output_dtypes), here)
     slots = ptxabi.slots_of(params)
     reqntid = entry.reqntid
     if reqntid and tuple(reqntid) + (1,) * (3 - len(reqntid)) != tuple(launch.block):
@@ -353,8 +353,7 @@ def _to_qdp(plan: CutePlan, launch, ptx: str, shared_mem: int, sm: int, max_ptx:
     version = module.version
     fits = max_ptx is None or ptxabi.isa_option(version) <= max_ptx
     # The kernel's declared parameters are checked against the traced ones (count and kinds) here.
-    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, user_params=len(params), permutation=ptxabi.qdp_order(params), slots=slots,
-                               max_ptx=max_ptx if fits else None, where=here)
+    qdp, _ = ptxabi.to_qdp_abi(ptx, entry=entry.name, roles=params, max_ptx=max_ptx if fits else None, where=here)
     arch_specific = None
     if fits:
         qdp, arch_specific = ptxabi.plain_target(qdp, sm, cuda_tools.find_ptxas(version), here)

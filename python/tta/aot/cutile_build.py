@@ -27,26 +27,12 @@ from typing import Any
 
 import torch
 
-from .. import core
+from .. import core, dtypes
 from ..core import PtxEntry, QdpSlots
 from ..errors import GraphError, PluginError
 from . import cuda_tools, ptxabi
 from .driver import Artifact
 
-_CUTILE_DTYPES = {
-    "float32": "float32",
-    "float16": "float16",
-    "bfloat16": "bfloat16",
-    "float64": "float64",
-    "int8": "int8",
-    "uint8": "uint8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "bool": "bool_",
-    "float8_e4m3fn": "float8_e4m3fn",
-    "float8_e5m2": "float8_e5m2",
-}
 
 CUBIN_NOTE = (
     "TensorRT documents only PTX for AOT plugins; CUBIN acceptance is unverified. cuTile emits PTX "
@@ -120,11 +106,11 @@ def _signature(plan, symbol: str, pointer_divisibility: int | None, here: str):
     )
 
     def pointer(dtype: str):
-        itemsize = torch.empty((), dtype=getattr(torch, dtype) if dtype != "bool" else torch.bool).element_size()
+        itemsize = torch.empty((), dtype=dtypes.entry(dtype).torch).element_size()
         # TensorRT documents no alignment for plugin buffers: assume the element size unless the
         # caller knows better (16 lets tileiras use TMA, whose descriptors TensorRT cannot pass).
         return ArrayConstraint(
-            getattr(ct, _CUTILE_DTYPES[dtype]),
+            getattr(ct, dtypes.entry(dtype).cutile),
             0,
             index_dtype=ct.int32,
             stride_lower_bound_incl=0,
@@ -245,9 +231,8 @@ def check_cubin(cubin: bytes, symbol: str, n_in: int, n_extra: int, n_out: int, 
     clusters = [d for d in entry.directives if d in (".reqnctapercluster", ".blocksareclusters", ".explicitcluster")]
     if clusters:
         raise PluginError(f"{here}: the kernel runs in clusters ({', '.join(clusters)}); the TensorRT AOT launch has none (num_ctas=1)")
-    n = n_in + n_extra + n_out
     slots = QdpSlots(n_in, n_extra, n_out)
-    ptxabi.to_qdp_abi(ptx, entry=symbol, user_params=n, permutation=range(n), slots=slots, where=here)
+    ptxabi.to_qdp_abi(ptx, entry=symbol, slots=slots, where=here)
     ptxabi.check_cubin_layout(cubin, symbol, slots, here)
     return ptx, entry
 

@@ -48,8 +48,7 @@ def ptx_variant(k: CompiledKernel, max_ptx: int | None, where: str = "") -> Comp
     if entry.language is not None and max_ptx is not None:
         raise PluginError(f"{where}: the PTX still declares .language after relabelling")
     slots = QdpSlots(len(k.input_dtypes), len(k.extras), len(k.output_dtypes))
-    n = len(entry.params)
-    ptx, version = ptxabi.to_qdp_abi(ptx, entry=k.entry, user_params=n, permutation=range(n), slots=slots, max_ptx=max_ptx, where=where)
+    ptx, version = ptxabi.to_qdp_abi(ptx, entry=k.entry, slots=slots, max_ptx=max_ptx, where=where)
     ptx, arch_specific = ptxabi.plain_target(ptx, k.sm, cuda_tools.find_ptxas(version), where)
     if not entry.reqntid:
         raise PluginError(f"{where}: the PTX declares no .reqntid, so the block size of a plain launch is unknown")

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import PluginError
 from ..identity import qualified_name
-from ..specs import BACKENDS
+from ..specs import KERNEL_DSLS
 from .base import CompiledKernel
 from .record import Interceptor, one_launch, run_launch
 from .session import Session, TensorType
@@ -64,8 +64,8 @@ class Backend:
 @functools.cache
 def backend(name: str) -> Backend:
     """The hooks of backend ``name`` (its module ``tta.aot.<name>`` sets ``BACKEND``)."""
-    if name not in BACKENDS:
-        raise PluginError(f"unknown kernel backend {name!r} (expected one of {tuple(BACKENDS)})")
+    if name not in KERNEL_DSLS:
+        raise PluginError(f"unknown kernel backend {name!r} (expected one of {tuple(KERNEL_DSLS)})")
     try:
         return importlib.import_module(f"tta.aot.{name}").BACKEND
     except ImportError as e:

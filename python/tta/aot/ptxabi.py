@@ -1,17 +1,15 @@
 """TensorRT's AOT launch ABI (QDP) as the backends apply it: the parameter order (input
-pointers, int32 extras, output pointers), the PTX rewrite into it (done in Rust, ``src/ptx``),
-and the CUBIN layout check. No PTX text is edited in Python."""
+pointers, int32 extras, output pointers), the PTX rewrite into it and the CUBIN layout check
+(rules and text work in Rust, ``src/ptx/qdp.rs``), with the backend's context in each error, and
+the choice of a plain ``.target``. No PTX text is edited in Python."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 from .. import core
-from ..core import PtxEntry, QdpSlots
+from ..core import ParamRole, PtxEntry, QdpSlots
 from ..errors import GraphError, PluginError
-
-# Where each role goes in the QDP order.
-_ROLE_RANK = {"input": 0, "extra": 1, "output": 2}
 
 
 def isa_text(ptx_option: int) -> str:
@@ -31,35 +29,40 @@ def max_ptx_for_driver(cuda: str) -> int | None:
     return None if v is None else isa_option(v)
 
 
-def qdp_order(roles: Sequence[tuple[str, int]]) -> list[int]:
+def qdp_order(roles: Sequence[ParamRole]) -> list[int]:
     """The permutation that puts a kernel's parameters, given as (role, index) with role
     "input", "extra" or "output", into the QDP order: new i = old order[i]."""
-    return sorted(range(len(roles)), key=lambda i: (_ROLE_RANK[roles[i][0]], roles[i][1]))
+    return core.qdp_layout(roles)[0]
 
 
-def slots_of(roles: Sequence[tuple[str, int]]) -> QdpSlots:
-    return QdpSlots(*(sum(r == role for r, _ in roles) for role in ("input", "extra", "output")))
+def slots_of(roles: Sequence[ParamRole]) -> QdpSlots:
+    return core.qdp_layout(roles)[1]
+
+
+def check_each_port_once(roles: Sequence[ParamRole], n_inputs: int, n_outputs: int, here: str) -> None:
+    """TensorRT passes a pointer for every input and output: the kernel takes each once.
+    ``roles``: the kernel's runtime parameters as (role, index)."""
+    try:
+        core.check_qdp_roles(roles, n_inputs, n_outputs)
+    except GraphError as e:
+        raise PluginError(f"{here}: {e}") from None
 
 
 def to_qdp_abi(
     ptx: str,
     *,
     entry: str,
-    user_params: int,
-    permutation: Sequence[int],
-    slots: QdpSlots,
+    roles: Sequence[ParamRole] | None = None,
+    slots: QdpSlots | None = None,
     scratch_sizes: Sequence[int] = (),
     max_ptx: int | None = None,
     where: str = "",
 ) -> tuple[str, str]:
     """Drop trailing scratch params (refused unless their sizes are 0), reorder the rest to
-    (inputs, extras, outputs), check every slot's kind, check ``.version`` <= ``max_ptx``.
-    Returns (ptx, version)."""
-    permutation = list(permutation)
-    if len(permutation) != user_params:
-        raise PluginError(f"{where}: parameter order has {len(permutation)} entries for {user_params} parameters")
+    (inputs, extras, outputs) by their ``roles`` (or keep them, checked against ``slots``),
+    check every slot's kind, check ``.version`` <= ``max_ptx``. Returns (ptx, version)."""
     try:
-        out, _ = core.ptx_to_qdp_abi(ptx, entry, order=permutation, slots=slots, trailing_scratch=scratch_sizes,
+        out, _ = core.ptx_to_qdp_abi(ptx, entry, roles=roles, slots=slots, trailing_scratch=scratch_sizes,
                                      max_version=None if max_ptx is None else isa_text(max_ptx))
     except GraphError as e:
         raise PluginError(f"{where}: the compiled PTX does not fit TensorRT's AOT launch: {e}") from e
@@ -70,12 +73,9 @@ def check_cubin_layout(cubin: bytes, entry: str, slots: QdpSlots, where: str) ->
     """The parameter layout ptxas recorded in a CUBIN must be TensorRT's: 8-byte pointers for
     inputs and outputs around 4-byte int32 extras."""
     try:
-        sizes = [p.size for p in core.cubin_params(cubin, entry)]
+        core.check_cubin_slots(cubin, entry, slots)
     except GraphError as e:
-        raise PluginError(f"{where}: cannot read the kernel's parameters from the CUBIN: {e}") from e
-    want = [8] * slots.inputs + [4] * slots.extras + [8] * slots.outputs
-    if sizes != want:
-        raise PluginError(f"{where}: the CUBIN lays out parameters of sizes {sizes}, but TensorRT passes {want}")
+        raise PluginError(f"{where}: {e}") from e
 
 
 def entry_of(ptx: str, name: str) -> PtxEntry:

@@ -267,24 +267,6 @@ class Session:
         return v
 
 
-
-def check_each_port_once(roles: Sequence[tuple[str, Any]], n_inputs: int, n_outputs: int, here: str) -> None:
-    """TensorRT passes a pointer for every input and output: the kernel takes each once.
-    ``roles``: the kernel's parameters as (role, index)."""
-    counts = {(kind, k): sum(1 for r in roles if tuple(r) == (kind, k))
-              for kind, count in (("input", n_inputs), ("output", n_outputs)) for k in range(count)}
-    for (kind, k), n in counts.items():
-        if n > 1:
-            times = "twice" if n == 2 else f"{n} times"
-            raise PluginError(f"{here}: {kind} {k} is passed {times}; TensorRT passes each buffer once")
-    for (kind, k), n in counts.items():
-        if n == 0:
-            raise PluginError(
-                f"{here}: {kind} {k} is not passed to the kernel; TensorRT passes a pointer for every input and "
-                "output, so the kernel must take each of them once"
-            )
-
-
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     try:
         return a.untyped_storage()._cdata == b.untyped_storage()._cdata

@@ -45,7 +45,7 @@ from .driver import Artifact, Backend
 from . import triton_tuning
 from .record import patched
 from .triton_specialize import bind_floats
-from .session import Session, check_each_port_once, constant_int
+from .session import Session, constant_int
 
 @dataclass
 class TritonLaunch:
@@ -241,7 +241,7 @@ def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPla
             )
         raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which a TensorRT AOT kernel cannot take")
 
-    check_each_port_once([(p.role, p.index) for p in params], len(session.inputs), len(session.outputs), here)
+    ptxabi.check_each_port_once([(p.role, p.index) for p in params if p.role != "constexpr"], len(session.inputs), len(session.outputs), here)
 
     grid_exprs = session.grid(launch.grid(dict(values)) if callable(launch.grid) else launch.grid, here)
 
@@ -364,9 +364,7 @@ def build(
     abi_ptx, version = ptxabi.to_qdp_abi(
         ptx,
         entry=md.name,
-        user_params=len(roles),
-        permutation=ptxabi.qdp_order(roles),
-        slots=ptxabi.slots_of(roles),
+        roles=roles,
         scratch_sizes=(getattr(md, "global_scratch_size", 0) or 0, getattr(md, "profile_scratch_size", 0) or 0),
         max_ptx=max_ptx,
         where=f"{where}: kernel {kname}",

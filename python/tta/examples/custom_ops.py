@@ -284,7 +284,7 @@ class Case:
     min_plugin: tuple = (0, 0)
 
 
-def _randn(*shapes, dtype, device, seed=0):
+def randn(*shapes, dtype, device, seed=0):
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(s, generator=g).to(device=device, dtype=dtype) for s in shapes]
 
@@ -292,35 +292,35 @@ def _randn(*shapes, dtype, device, seed=0):
 CASES = (
     Case(
         "custom_axpb", f"{NS}::axpb", launch_axpb, ({"BLOCK": 256},),
-        lambda s, dt, dev: _randn(s, s[-1:], dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, s[-1:], dtype=dt, device=dev),
         {"a": 0.5, "n": 3, "relu": True, "mode": "sub"},
         lambda x, y: torch.relu(0.5 * x - 3 * y),
         ((7, 33), (64, 128)),
     ),
     Case(
         "custom_add_bias", f"{NS}::add_bias", launch_bias, ({"BLOCK": 256},),
-        lambda s, dt, dev: _randn(s, s[-1:], dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, s[-1:], dtype=dt, device=dev),
         {},
         lambda x, b: x + b,
         ((5, 40), (64, 128)),
     ),
     Case(
         "custom_split_sign", f"{NS}::split_sign", launch_split, ({"BLOCK": 256},),
-        lambda s, dt, dev: _randn(s, dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {},
         lambda x: (x.half(), (x > 0).to(torch.int32)),
         ((9, 17), (128, 64)),
     ),
     Case(
         "custom_flatten_scale", f"{NS}::flatten_scale", launch_flatten_scale, ({"BLOCK": 128},),
-        lambda s, dt, dev: _randn(s, dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {"k": 3},
         lambda x: x.reshape(x.shape[0], -1) * 3,
         ((3, 5, 7), (16, 8, 32)),
     ),
     Case(
         "custom_circular_pad", "torchtrt_ex::triton_circular_pad", launch_circular_pad, ({"BLOCK_SIZE": 256},),
-        lambda s, dt, dev: _randn(s, dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {"padding": [1, 1, 2, 0]},
         lambda x: torch.nn.functional.pad(x, [1, 1, 2, 0], "circular"),
         ((2, 3, 8, 8), (4, 5, 6, 7), (1, 2, 9, 5)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .custom_ops import Case, _randn
+from .custom_ops import Case, randn
 
 NS = "tta_examples"
 
@@ -53,19 +53,19 @@ def _(x, y, *, alpha, relu=False):
 
 
 # The backend each case's kernels are written in (what --backends selects).
-BACKENDS = {"custom_tile_axpy": "cutile", "custom_cute_axpby": "cutedsl"}
+KERNEL_DSL_OF_CASE = {"custom_tile_axpy": "cutile", "custom_cute_axpby": "cutedsl"}
 
 CASES = (
     Case(
         "custom_tile_axpy", f"{NS}::tile_axpy", launch_tile_axpy, ({"TILE": 1024}, {"TILE": 256}),
-        lambda s, dt, dev: _randn(s, s, dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, s, dtype=dt, device=dev),
         {"a": 0.5},
         lambda x, y: 0.5 * x + y,
         ((7, 129), (64, 1024), (333, 4097)),
     ),
     Case(
         "custom_cute_axpby", f"{NS}::cute_axpby", launch_cute_axpby, ({"THREADS": 256},),
-        lambda s, dt, dev: _randn(s, s, dtype=dt, device=dev),
+        lambda s, dt, dev: randn(s, s, dtype=dt, device=dev),
         {"alpha": -2.0, "relu": True},
         lambda x, y: torch.relu(-2.0 * x + y),
         ((5, 40), (64, 128), (300, 1000)),

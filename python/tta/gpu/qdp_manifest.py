@@ -20,11 +20,12 @@ import os
 import sys
 import time
 
+from .. import dtypes
 from ..aot.base import CompiledKernel, guards_hold, symbol_values, write_manifest
 from ..errors import TTAError
 from ..examples.kernels import examples
 
-_DTYPE_BY_TRT = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8", "INT32": "int32", "INT64": "int64", "BOOL": "bool", "UINT8": "uint8"}
+_DTYPE_BY_TRT = {trt: name for name, trt in dtypes.TENSORRT.items()}
 
 
 def _standin(plugin_version: str):
@@ -114,7 +115,7 @@ def _custom_op_cases(backends) -> list[tuple]:
     from ..examples import custom_ops, custom_ops_dsl
 
     cases = [(c, "triton") for c in custom_ops.CASES]
-    cases += [(c, custom_ops_dsl.BACKENDS[c.name]) for c in custom_ops_dsl.CASES]
+    cases += [(c, custom_ops_dsl.KERNEL_DSL_OF_CASE[c.name]) for c in custom_ops_dsl.CASES]
     return [(c, b) for c, b in cases if b in backends]
 
 
@@ -138,7 +139,7 @@ def _custom_op_kernels(exprs, plugin_build, failures, left_out, sm, max_ptx, bac
             continue
         try:
             spec = getattr(tta, backend)(case.launch, configs=list(case.configs))
-            op = custom_op._ops.get(case.op) or tta.custom_op(case.op, kernel=spec)
+            op = custom_op.defined(case.op) or tta.custom_op(case.op, kernel=spec)
             for dtype in case.dtypes:
                 dname = str(dtype).removeprefix("torch.")
                 shapes = [[tuple(t.shape) for t in case.make_inputs(s, dtype, "meta")] for s in case.test_shapes]

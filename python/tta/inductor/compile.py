@@ -27,7 +27,7 @@ def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: b
     return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
 
 
-def _rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str):
+def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str):
     result = rewrite(_export(model, example_inputs, dynamic_shapes, strict), selectors=selectors, on_refused="keep")  # refused: the error below
     if result.refused:
         # A region the user marked and tta cannot lower is an error, never a quiet fallback.
@@ -39,7 +39,7 @@ def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, bac
              max_ptx: int | None = 90) -> tuple[ExportedProgram, BackendReport]:
     from .kernel_bundle import as_bundle
 
-    result = _rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend)
+    result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend)
     return lower(result, backend, as_bundle(kernels), max_ptx)
 
 

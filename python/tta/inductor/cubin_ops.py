@@ -97,7 +97,7 @@ class Launcher:
 
 
 def _signature(op: str, n_out: int) -> inspect.Signature:
-    from .triton_ops import _signature as triton_signature, signature_inputs
+    from .triton_ops import op_signature as triton_signature, signature_inputs
 
     return triton_signature(signature_inputs(op), n_out)
 
@@ -122,7 +122,7 @@ def ensure_cubin_op(op: str, kernels: Sequence[CompiledKernel]) -> torch._ops.Op
         impl.__signature__ = _signature(op, n_out)
         impl.__name__ = op
         custom = torch.library.custom_op(f"{NAMESPACE}::{op}", impl, mutates_args=(), device_types="cuda")
-        custom.register_fake(ops._make_fake(plugin, ops.body_of(op), n_out))
+        custom.register_fake(ops.make_fake(plugin, ops.body_of(op), n_out))
         _launchers[op] = launcher
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _ops[op] = overload

@@ -20,9 +20,9 @@ def compile_bundle(model: Any, example_inputs: Sequence[Any], dynamic_shapes: An
     Inductor cannot embed), compiled for ``sm`` as the TensorRT path compiles them."""
     from .. import ops
     from ..aot.compile import compile_kernels
-    from .compile import _rewritten
+    from .compile import rewritten
 
-    result = _rewritten(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")
+    result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")
     out: Bundle = {}
     for region in result.outlined:
         sig = ops.signature_of(region.op) if region.op else None

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 
-from ..rewrite import RewriteResult, _with_new_graph
+from ..rewrite import RewriteResult, with_new_graph
 from . import cubin_ops, triton_ops
 
 USER_KERNEL = "user kernel"  # tta_triton::<op>: the user's Triton kernel inside Inductor's code
@@ -174,4 +174,4 @@ def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_
             )
         )
     g.lint()
-    return _with_new_graph(program, g), BackendReport(backend=backend, regions=lowered, rewrite_text=result.report_text)
+    return with_new_graph(program, g), BackendReport(backend=backend, regions=lowered, rewrite_text=result.report_text)

@@ -80,7 +80,7 @@ def _kernels_of(launch_fn) -> list:
     return [scope[n] for n in names if isinstance(scope.get(n), (JITFunction, Autotuner))]
 
 
-def _signature(inputs: Sequence[Port], n_out: int) -> inspect.Signature:
+def op_signature(inputs: Sequence[Port], n_out: int) -> inspect.Signature:
     params = [
         inspect.Parameter(f"x{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor if p.is_tensor else torch.SymInt)
         for i, p in enumerate(inputs)
@@ -104,7 +104,7 @@ def _make_body(op: str, spec: KernelSpec, plugin: Plugin, region_body: torch.fx.
             raise PluginError(f"tta_triton::{op}: no config of {spec!r} accepts input sizes {sizes}")
         return done[0] if n_out == 1 else tuple(done)
 
-    body.__signature__ = _signature(signature_inputs(op), n_out)
+    body.__signature__ = op_signature(signature_inputs(op), n_out)
     body.__name__ = op
     return body
 

@@ -20,7 +20,7 @@ from torch.export import ExportedProgram
 
 from ..errors import PluginError
 from . import converter, install
-from .lowering import Session, _session, device_sm
+from .lowering import Session, device_sm, session_scope
 from .partition import keep_plugins_in_tensorrt
 
 
@@ -125,16 +125,8 @@ def compile(  # noqa: A001 - the public name is tta.compile
     session = Session(selectors=selectors, sm=sm, max_ptx=max_ptx)
     placements: dict[str, dict] = {}
     conversions: list[dict] = []
-    token = _session.set(session)
-    try:
-        with keep_plugins_in_tensorrt(placements):
-            converter._conversions = conversions
-            try:
-                module = torch_tensorrt.compile(ep, ir="dynamo", **settings)
-            finally:
-                converter._conversions = None
-    finally:
-        _session.reset(token)
+    with session_scope(session), keep_plugins_in_tensorrt(placements), converter.recording_conversions(conversions):
+        module = torch_tensorrt.compile(ep, ir="dynamo", **settings)
     module.tta_report = _report(session, placements, conversions)
     return module
 

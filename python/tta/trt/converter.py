@@ -6,11 +6,12 @@ The layer is named after the region and its metadata (which TensorRT's engine in
 says which op, region and line of user code it came from. Before the layer is added, the
 plugin's tactics are narrowed to the configs whose guards hold over the whole optimization
 profile, read from the node's symbolic shapes: a layer whose ranges rule out some tactics gets a
-plugin offering only the others (``qdp.restricted``), so call sites do not share one restriction.
+plugin offering only the others (``profile_tactics.restricted``), so call sites do not share one restriction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -23,7 +24,7 @@ from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
 
 from ..errors import PluginError
 from ..ops import NAMESPACE
-from . import qdp
+from . import profile_tactics, qdp
 
 _registered: set[str] = set()
 _lock = threading.Lock()
@@ -79,7 +80,7 @@ def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges
     have other ranges), with the attribute ``values`` (for plugins that have attributes)."""
     import tensorrt.plugin as trtp
 
-    plugin = qdp.restricted(plugin, qdp.restrict_tactics(plugin, ranges, values))
+    plugin = profile_tactics.restricted(plugin, profile_tactics.restrict_tactics(plugin, ranges, values))
     kwargs = qdp.attribute_kwargs(plugin, values) if values is not None else {}
     create = getattr(getattr(trtp.op, NAMESPACE), plugin)(*itensors, **kwargs)
     layer = ctx.net.add_plugin(create, aot=True)
@@ -243,6 +244,17 @@ def finite_int(v) -> int | None:
 
 # Conversions seen while tta.compile runs (it reads them for its report); None otherwise.
 _conversions: list[dict] | None = None
+
+
+@contextlib.contextmanager
+def recording_conversions(into: list[dict]):
+    """Inside the block every conversion is appended to ``into`` (``tta.compile``'s report)."""
+    global _conversions
+    _conversions = into
+    try:
+        yield into
+    finally:
+        _conversions = None
 
 
 def record_conversion(info: dict) -> None:

@@ -59,7 +59,7 @@ class CustomOp:
             if name is None:
                 name = self._define(tuple(present), list(metas), key)
                 self.variants[key] = name
-        qdp.define(name, qdp._entries[name].plugin, metas, None, sm=sm, max_ptx=max_ptx)
+        qdp.define(name, qdp.registered(name).plugin, metas, None, sm=sm, max_ptx=max_ptx)
         return name
 
     def _define(self, present: tuple, metas: list[TensorType], key: tuple) -> str:
@@ -136,7 +136,7 @@ def custom_op(
     default STANDARD) and ``supports_dynamic_shapes`` mean what they mean in Torch-TensorRT's
     ``custom_op``; ``requires_output_allocator=True`` (data-dependent outputs) is refused, and
     ``use_aot_if_available`` is accepted for compatibility (the plugin is always AOT)."""
-    from ..plugin import _check_kernels
+    from ..plugin import check_kernels
 
     sig = custom_op_schema.signature(op_name)
     if kernel is None:
@@ -148,7 +148,7 @@ def custom_op(
         )
     del use_aot_if_available
     kernels = tuple(kernel) if isinstance(kernel, (list, tuple)) else (kernel,)
-    _check_kernels(kernels, op_name)
+    check_kernels(kernels, op_name)
     names = {a.name for a in sig.attributes}
     for spec in kernels:
         for cfg in spec.config_dicts():
@@ -159,7 +159,7 @@ def custom_op(
                     "the op's arguments reach the launch function as keywords of the same name"
                 )
     # Attribute types the installed plugin package cannot carry are refused now, by name.
-    qdp._check_attributes([a.attribute for a in sig.attributes], f"tta.custom_op({op_name!r})")
+    qdp.check_attributes([a.attribute for a in sig.attributes], f"tta.custom_op({op_name!r})")
     with _lock:
         if op_name in _ops:
             # Registration is process-wide: the same call again (a re-run cell) is a no-op,
@@ -181,6 +181,16 @@ def custom_op(
 
         converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
     return entry
+
+
+def all_defined() -> list[CustomOp]:
+    """Every op ``tta.custom_op`` made in this process."""
+    return list(_ops.values())
+
+
+def defined(name: str) -> CustomOp | None:
+    """What ``tta.custom_op(name, ...)`` made in this process, if it was called."""
+    return _ops.get(name)
 
 
 def lookup(overload: Any) -> CustomOp | None:

@@ -11,6 +11,7 @@ with ``use_selectors``. A region tta cannot lower is an error, never a silent fa
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 from dataclasses import dataclass, field
@@ -53,6 +54,16 @@ _session: contextvars.ContextVar[Session | None] = contextvars.ContextVar("tta_t
 
 def current_session() -> Session | None:
     return _session.get()
+
+
+@contextlib.contextmanager
+def session_scope(session: Session):
+    """Inside the block ``session`` is the current one, which the pass and the converter read."""
+    token = _session.set(session)
+    try:
+        yield session
+    finally:
+        _session.reset(token)
 
 
 def has_regions(gm: torch.fx.GraphModule) -> bool:

@@ -57,7 +57,7 @@ class _PluginOps:
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        return name.startswith(_PREFIX) or any(name in op.qualified_names() for op in list(custom_op._ops.values()))
+        return name.startswith(_PREFIX) or any(name in op.qualified_names() for op in custom_op.all_defined())
 
     def __iter__(self):
         return iter(())

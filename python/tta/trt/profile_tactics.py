@@ -1,5 +1,5 @@
 """Which of a plugin's tactics may run over one layer's optimization profile, and the plugin
-that offers just those (the ``restrict_tactics`` / ``restricted`` of ``qdp``'s interface).
+that offers just those (described with ``qdp``'s interface, over whose plugins they work).
 
 TensorRT asks a plugin for its tactics (``autotune``) only when it builds the engine, after every
 layer is added, so a restriction cannot be set on a plugin per layer: a layer whose profile rules
@@ -8,7 +8,6 @@ out some tactics gets a plugin of its own, the same kernels and compile cache of
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import Sequence
 
@@ -18,7 +17,7 @@ from . import qdp, tactics
 
 def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]]], values: dict | None = None) -> list[int]:
     """See ``qdp``'s module docstring."""
-    entry = qdp._entry(op_name)
+    entry = qdp.registered(op_name)
     where = entry.plugin_id
     if len(dim_ranges) != len(entry.input_metas):
         raise PluginError(f"{where}: ranges given for {len(dim_ranges)} inputs, the plugin has {len(entry.input_metas)}")
@@ -63,20 +62,12 @@ def restrict_tactics(op_name: str, dim_ranges: Sequence[Sequence[tuple[int, int]
 
 def restricted(op_name: str, tactics: Sequence[int]) -> str:
     """See ``qdp``'s module docstring."""
-    base = qdp._entry(op_name)
+    base = qdp.registered(op_name)
     kept = [t for t in base.tactic_ids if t in set(tactics)]
     if set(tactics) - set(kept):
         raise PluginError(f"{base.plugin_id}: tactics {sorted(set(tactics) - set(kept))} are not among its own {base.tactic_ids}")
     if kept == base.tactic_ids:
         return op_name
     name = f"{op_name}__t{hashlib.sha256(repr(kept).encode()).hexdigest()[:8]}"
-    with qdp._lock:
-        entry = qdp._entries.get(name)
-        if entry is None:
-            # The same kernels and compile cache (shared dicts and lock), fewer tactics offered.
-            entry = dataclasses.replace(base, name=name, allowed=kept)
-            qdp._define_trtp(entry)
-            qdp._entries[name] = entry
-        with base.lock:
-            entry.sm, entry.max_ptx, entry.allow_cubin = base.sm, base.max_ptx, base.allow_cubin
+    qdp.define_variant(name, base, kept)
     return name

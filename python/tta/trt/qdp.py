@@ -12,14 +12,14 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
     by ``tta.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
     attributes: call the op as ``trtp.op.tta.<op_name>(*itensors)``.
 
-``restrict_tactics(op_name, dim_ranges) -> list[int]``
+``profile_tactics.restrict_tactics(op_name, dim_ranges) -> list[int]``
     ``dim_ranges[k][j] = (min, max)`` of input k's dim j over the optimization profile (with
     several profiles: the smallest min and largest max). Compiles the op's kernels for the
     target (cached) and returns the tactics whose guards (conditions the kernel was compiled
     under, e.g. ``i0_1 <= 1024``) hold for every shape in those ranges; raises ``PluginError``
     naming the range and the guard when none is left. Changes nothing.
 
-``restricted(op_name, tactics) -> str``
+``profile_tactics.restricted(op_name, tactics) -> str``
     The plugin (id without namespace) to add for a layer that may run only ``tactics``:
     ``op_name`` itself when that is all of them, else a plugin of the same kernels offering just
     those (defined once per set, sharing the compiled kernels). TensorRT asks a plugin for its
@@ -56,6 +56,7 @@ CUBIN; its embedded PTX is turned into a plain kernel where that is possible
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import threading
@@ -65,6 +66,7 @@ from typing import Any, Callable, List, Sequence, Tuple, Union
 from .. import ops
 from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
+from ..dtypes import TENSORRT as TRT_DTYPES
 from ..errors import PluginError
 from . import mutation, qdp_shapes, tactics as _tactics
 
@@ -72,19 +74,6 @@ NAMESPACE = "tta"
 
 # "Leave this target option as it is" (a new plugin starts at sm 90, max_ptx 90, no CUBIN).
 KEEP = type("Keep", (), {"__repr__": lambda self: "KEEP"})()
-
-# tta dtype names -> TensorRT DataType member names (autotune strings and descriptor dtypes).
-TRT_DTYPES = {
-    "float32": "FLOAT",
-    "float16": "HALF",
-    "bfloat16": "BF16",
-    "int8": "INT8",
-    "uint8": "UINT8",
-    "int32": "INT32",
-    "int64": "INT64",
-    "bool": "BOOL",
-    "float8_e4m3fn": "FP8",
-}
 
 CUBIN_REFUSAL = (
     "its kernel is a CUBIN ({backend}) and TensorRT documents only PTX for AOT plugins; {why}. Use a kernel that "
@@ -254,7 +243,7 @@ def _versions() -> tuple:
     return trt_v, np_v, trt.__version__, np.__version__
 
 
-def _check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire, ...]:
+def check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire, ...]:
     out = []
     for a in attributes:
         if a.name in ("outputs", "stream", "tactic") or not a.name.isidentifier() or re.fullmatch(r"x\d+", a.name):
@@ -401,7 +390,7 @@ def _new_entry(name, plugin, input_metas, output_fn, dtypes, attributes, n_outpu
     if not plugin.kernels:
         raise PluginError(f"{where}: the plugin {plugin.name!r} has no kernels to build a TensorRT plugin from")
     combos_in = [tuple(m.dtype for m in input_metas)] if dtypes is None else [tuple(d) for d in dtypes]
-    wires = _check_attributes(attributes, where)
+    wires = check_attributes(attributes, where)
     # With n_outputs given, outputs and kernels depend on the attribute values (computed per
     # values); without, the output function takes the inputs only.
     by_values = bool(wires) and n_outputs is not None
@@ -564,7 +553,22 @@ def register(op_name: str, *, sm: Any = KEEP, max_ptx: Any = KEEP, allow_cubin: 
     return define(op_name, plugin, metas, output_fn, sm=sm, max_ptx=max_ptx, allow_cubin=allow_cubin)
 
 
-def _entry(op_name: str) -> _Entry:
+def define_variant(name: str, base: _Entry, allowed: list[int]) -> _Entry:
+    """The plugin ``name``: ``base``'s kernels and compile cache (shared dicts and lock), offering
+    only the ``allowed`` tactics; defined once, its targets kept equal to ``base``'s."""
+    with _lock:
+        entry = _entries.get(name)
+        if entry is None:
+            entry = dataclasses.replace(base, name=name, allowed=allowed)
+            _define_trtp(entry)
+            _entries[name] = entry
+        with base.lock:
+            entry.sm, entry.max_ptx, entry.allow_cubin = base.sm, base.max_ptx, base.allow_cubin
+    return entry
+
+
+def registered(op_name: str) -> _Entry:
+    """The plugin ``define`` registered for ``tta::<op_name>``."""
     entry = _entries.get(op_name)
     if entry is None:
         raise PluginError(f"tta::{op_name} has no TensorRT plugin yet: call tta.trt.qdp.register({op_name!r}) first")
@@ -574,18 +578,15 @@ def _entry(op_name: str) -> _Entry:
 def tactics(op_name: str, input_dtypes: Sequence[str] | None = None, values: dict | None = None) -> dict[int, CompiledKernel]:
     """See the module docstring (``input_dtypes``: which combination, default the first;
     ``values``: the attribute values, for plugins that have attributes)."""
-    entry = _entry(op_name)
+    entry = registered(op_name)
     return entry.kernels(tuple(input_dtypes) if input_dtypes else entry.dtype_combos[0], values)
 
 
 def attribute_kwargs(op_name: str, values: dict) -> dict:
     """See the module docstring."""
-    entry = _entry(op_name)
+    entry = registered(op_name)
     missing = [a.name for a in entry.attributes if a.name not in values]
     if missing:
         raise PluginError(f"{entry.plugin_id}: no value for attribute(s) {missing}")
     return {a.name: a.encode(values[a.name]) for a in entry.attributes}
 
-
-# Narrowing a plugin's tactics to an optimization profile (``profile_tactics.py``).
-from .profile_tactics import restrict_tactics, restricted  # noqa: E402,F401

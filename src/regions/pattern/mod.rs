@@ -63,12 +63,12 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
                 continue;
             }
             match s.run_anchor(t) {
-                search::Outcome::Valid(occ) => {
+                search::AnchorResult::Valid(occ) => {
                     occ.members.iter().for_each(|&m| s.claimed[m] = true);
                     valid.push(occ);
                 }
-                search::Outcome::Invalid(occ, why) => invalid.push((occ, why)),
-                search::Outcome::None => {}
+                search::AnchorResult::Invalid(occ, why) => invalid.push((occ, why)),
+                search::AnchorResult::None => {}
             }
         }
         let nothing = valid.is_empty() && invalid.is_empty();
@@ -103,7 +103,7 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
             source: occ.members.iter().find_map(|&m| g.nodes[m].source.clone()),
             members: occ.members,
         };
-        regions.push((region, why.map_or(Ok(occ.ports), Err)));
+        regions.push((region, why.map_or(Ok(occ.order), Err)));
     }
     Found { regions, closest }
 }

@@ -21,10 +21,11 @@ pub(crate) struct Occurrence {
     pub anchor: usize,
     /// Ascending.
     pub members: Vec<usize>,
-    pub ports: PortOrder,
+    pub order: PortOrder,
 }
 
-pub(crate) enum Outcome {
+/// What the search found at one anchor.
+pub(crate) enum AnchorResult {
     Valid(Occurrence),
     /// Every embedding at this anchor is invalid; the first one found and why.
     Invalid(Occurrence, String),
@@ -138,7 +139,7 @@ impl<'a> Search<'a> {
     }
 
     /// The first valid embedding whose anchor image is `t`, avoiding claimed nodes.
-    pub fn run_anchor(&mut self, t: usize) -> Outcome {
+    pub fn run_anchor(&mut self, t: usize) -> AnchorResult {
         self.anchor_image = t;
         self.undo(0);
         self.valid = None;
@@ -147,12 +148,12 @@ impl<'a> Search<'a> {
             self.note(self.pat.anchor, t, || why);
         }
         if self.assign(self.pat.anchor, t) && self.step(0) {
-            return Outcome::Valid(self.valid.take().expect("accept() stored it"));
+            return AnchorResult::Valid(self.valid.take().expect("accept() stored it"));
         }
         self.undo(0);
         match self.invalid.take() {
-            Some((occ, why)) => Outcome::Invalid(occ, why),
-            None => Outcome::None,
+            Some((occ, why)) => AnchorResult::Invalid(occ, why),
+            None => AnchorResult::None,
         }
     }
 
@@ -484,7 +485,7 @@ impl<'a> Search<'a> {
         let occ = Occurrence {
             anchor: self.map[pat.anchor],
             members,
-            ports: PortOrder { inputs: self.bind.clone(), outputs: pat.outputs.iter().map(|&o| self.map[o]).collect() },
+            order: PortOrder { inputs: self.bind.clone(), outputs: pat.outputs.iter().map(|&o| self.map[o]).collect() },
         };
         match why {
             None => {

@@ -1,7 +1,8 @@
 """``tta.custom_op`` with cuTile and CuTeDSL kernels (``tta.examples.custom_ops_dsl``): each op's
 generated plugin taken through the real ``tensorrt.plugin`` package over the TensorRT stand-in
 (create, output types and shapes, format combinations, tactics, ``aot_impl``), kernels compiled
-to PTX on the CPU. The DSLs live in ``.venv``, Torch-TensorRT in ``.venv-torch2.14``, so these run
+to PTX on the CPU; and kernels in those DSLs that write an input their op does not declare
+mutated, refused naming the argument. The DSLs live in ``.venv``, Torch-TensorRT in ``.venv-torch2.14``, so these run
 in ``.venv`` with the plugin package of the other venv, and without Torch-TensorRT:
 
     TTA_TRT_BINDINGS=.venv-torch2.14/lib/python3.11/site-packages \\
@@ -30,7 +31,7 @@ CASES = {c.name: c for c in dsl.CASES}
 
 def _op(case):
     if case.op not in co._ops:
-        spec = getattr(tta, dsl.BACKENDS[case.name])(case.launch, configs=list(case.configs))
+        spec = getattr(tta, dsl.KERNEL_DSL_OF_CASE[case.name])(case.launch, configs=list(case.configs))
         tta.custom_op(case.op, kernel=spec)
     return co._ops[case.op]
 
@@ -104,3 +105,36 @@ def test_dsl_cases_in_the_via_qdp_manifest(tmp_path):
         ex = by_name(name)
         x, y = ex.make_inputs((3, 5), torch.float32, "cpu")
         assert torch.allclose(ex.reference(x, y), torch.ops.tta_examples.__getattr__(name[len("custom_"):])(x, y, **CASES[name].values))
+
+
+_lib = torch.library.Library("tta_dsl_mutating", "FRAGMENT")
+for _name in ("axpy", "axpy_cute"):
+    _lib.define(f"{_name}(Tensor x, Tensor y, float a) -> Tensor")
+    _lib.impl(_name, lambda x, y, a: a * x + y, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"tta_dsl_mutating::{_name}", lambda x, y, a: torch.empty_like(x), lib=_lib)
+
+
+def _refused(op, arg):
+    """Build the op's plugin for 1-D float32 inputs over the stand-in: the kernel's write to
+    ``arg`` is refused when ``aot_impl`` compiles it."""
+    metas = [TensorType("float32", (None,)), TensorType("float32", ("i0_0",))]
+    name = op.plugin_name([True, True], metas)
+    itensors = [trt.ITensor(n, [-1], trt.float32) for n in ("x", "y")]
+    added = plugin_build.add_plugin_aot(getattr(trtp.op.tta, name)(*itensors, **qdp.attribute_kwargs(name, {"a": 2.0})))
+    with pytest.raises(tta.PluginError, match=rf"argument '{arg}' is written by the kernel"):
+        plugin_build.build_plugin(added, [((1,), (64,), (4096,))] * 2)
+
+
+@pytest.mark.cutile
+def test_cutile_kernel_writing_an_input_is_refused():
+    """The schema declares no mutation; the kernel also stores its result into y."""
+    from cutile_mutating import launch_axpy_into_y  # imports cuTile
+
+    _refused(tta.custom_op("tta_dsl_mutating::axpy", kernel=tta.cutile(launch_axpy_into_y, configs=[{"TILE": 256}])), "y")
+
+
+@pytest.mark.cutedsl
+def test_cutedsl_kernel_writing_an_input_is_refused():
+    from cutedsl_mutating import launch_axpy_into_x  # imports CuTeDSL
+
+    _refused(tta.custom_op("tta_dsl_mutating::axpy_cute", kernel=tta.cutedsl(launch_axpy_into_x, configs=[{"THREADS": 256}])), "x")

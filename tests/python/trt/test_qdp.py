@@ -23,7 +23,7 @@ from tta.aot.compile import compile_specs
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
 from tta.gpu.driver import Loaded
-from tta.trt import qdp
+from tta.trt import profile_tactics, qdp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRT_DT = {torch.float32: trt.float32, torch.float16: trt.float16, torch.bfloat16: trt.bfloat16}
@@ -159,23 +159,23 @@ def test_guards_restrict_the_offered_tactics():
     ex, pid = _define_example("triton_softmax")
     name = pid.split("::")[1]
     small, large = qdp.tactics(name)
-    assert qdp.restrict_tactics(name, [[(1, 64), (1, 1024)]]) == [small, large]
-    assert qdp.restrict_tactics(name, [[(1, 64), (1000, 2048)]]) == [large]
+    assert profile_tactics.restrict_tactics(name, [[(1, 64), (1, 1024)]]) == [small, large]
+    assert profile_tactics.restrict_tactics(name, [[(1, 64), (1000, 2048)]]) == [large]
     # A layer that may run only the large tactic gets a plugin of its own; the op's plugin still
     # offers both (another layer may have the small ranges).
-    assert qdp.restricted(name, [small, large]) == name
-    only_large = qdp.restricted(name, [large])
-    assert only_large != name and qdp.restricted(name, [large]) == only_large
+    assert profile_tactics.restricted(name, [small, large]) == name
+    only_large = profile_tactics.restricted(name, [large])
+    assert only_large != name and profile_tactics.restricted(name, [large]) == only_large
     profile = [((1, 1000), (8, 1500), (64, 2048))]
     added = add_plugin_aot(getattr(trtp.op.tta, only_large)(*_itensors(ex, torch.float16)))
     assert [k.tactic for k in build_plugin(added, profile)] == [large]
     added = add_plugin_aot(trtp.op.tta.ex_triton_softmax(*_itensors(ex, torch.float16)))
     assert [k.tactic for k in build_plugin(added, profile)] == [small, large]
     with pytest.raises(PluginError) as e:
-        qdp.restrict_tactics(name, [[(1, 64), (1, 4096)]])
+        profile_tactics.restrict_tactics(name, [[(1, 64), (1, 4096)]])
     msg = str(e.value)
     assert "input 0 dim 1 (i0_1) in [1, 4096]" in msg and "needs i0_1 <= 2048, which fails at {'i0_1': 2049}" in msg
-    assert qdp.restrict_tactics(name, [[(1, 64), (1, 1024)]]) == [small, large]
+    assert profile_tactics.restrict_tactics(name, [[(1, 64), (1, 1024)]]) == [small, large]
 
 
 def test_cubin_is_refused_unless_asked_for():
@@ -265,9 +265,9 @@ def test_rmsnorm_region_profile_beyond_its_block_is_refused(rewritten):
     from tta.examples.kernels import rmsnorm
 
     # Every config's BLOCK holds rows of 64.
-    assert len(qdp.restrict_tactics(op, [[(1, 64), (16, 16), (64, 64)], [(64, 64)]])) == len(rmsnorm.CONFIGS)
+    assert len(profile_tactics.restrict_tactics(op, [[(1, 64), (16, 16), (64, 64)], [(64, 64)]])) == len(rmsnorm.CONFIGS)
     with pytest.raises(PluginError, match="input 0 dim 2 was 64 when the kernels were compiled"):
-        qdp.restrict_tactics(op, [[(1, 64), (16, 16), (1, 8192)], [(64, 64)]])
+        profile_tactics.restrict_tactics(op, [[(1, 64), (16, 16), (1, 8192)], [(64, 64)]])
 
 
 def test_a_later_register_keeps_the_target_it_is_not_given():

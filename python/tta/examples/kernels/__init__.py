@@ -122,7 +122,7 @@ def by_name(name: str) -> Example:
     if name.startswith("custom_"):
         from .. import custom_ops, custom_ops_dsl
 
-        cases = [(c, "triton") for c in custom_ops.CASES] + [(c, custom_ops_dsl.BACKENDS[c.name]) for c in custom_ops_dsl.CASES]
+        cases = [(c, "triton") for c in custom_ops.CASES] + [(c, custom_ops_dsl.KERNEL_DSL_OF_CASE[c.name]) for c in custom_ops_dsl.CASES]
         for c, backend in cases:
             if c.name == name:
                 return Example(name=c.name, backend=backend, launch_fn=c.launch, configs=c.configs, reference=c.reference,
