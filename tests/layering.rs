@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 /// What each top-level module may use besides itself.
 const LAYERS: &[(&str, &[&str])] = &[
     ("error", &[]),
+    ("par", &[]),
     ("expr", &["error"]),
     ("graph", &["error", "expr"]),
-    ("regions", &["error", "expr", "graph"]),
-    ("lowering", &["error", "expr", "graph", "regions"]),
-    ("pass", &["error", "expr", "graph", "regions", "lowering"]),
+    ("regions", &["error", "par", "expr", "graph"]),
+    ("lowering", &["error", "par", "expr", "graph", "regions"]),
+    ("pass", &["error", "par", "expr", "graph", "regions", "lowering"]),
     ("ptx", &["error"]),
-    ("python", &["error", "expr", "graph", "regions", "lowering", "pass", "ptx"]),
+    ("python", &["error", "par", "expr", "graph", "regions", "lowering", "pass", "ptx"]),
 ];
 
 struct Crate {
