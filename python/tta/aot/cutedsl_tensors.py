@@ -18,8 +18,6 @@ values) that TensorRT cannot pass. As for cuTile, tta generates the entry instea
 
 from __future__ import annotations
 
-import itertools
-import linecache
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,10 +25,10 @@ from typing import Any
 import torch
 
 from ..errors import PluginError
+from . import codegen
 from .record import patched
 
 _active = threading.local()
-_counter = itertools.count()
 
 
 # -- recording -------------------------------------------------------------------------------
@@ -125,13 +123,6 @@ def _src_leaves(values: list, names: list[str]) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def _exec(src: str, scope: dict, name: str):
-    filename = f"<tta generated {name} #{next(_counter)}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    exec(compile(src, filename, "exec"), scope)
-    return scope[name]
-
-
 def host_wrapper(user_host, host_args: list, plan: TensorPlan):
     """A ``@cute.jit`` host function in pointer ABI that rebuilds the tensors and calls the
     user's host function; returns (function, its HostArg list)."""
@@ -170,7 +161,7 @@ def host_wrapper(user_host, host_args: list, plan: TensorPlan):
     _active.tensors, _active.values = {}, {}
     scope = {"cute": cute, "cutlass": cutlass, "_tta_user": cute.jit(user_host), "_tta_tensors": _active.tensors,
              "_tta_values": _active.values}
-    fn = _exec(src, scope, name)
+    fn = codegen.define(src, name, scope, f"generated {name}")
     return cute.jit(fn), new_args
 
 
@@ -219,5 +210,5 @@ def entry_kernel(user_kernel, kernel_params: list[tuple[str, Any]], plan: Tensor
     name = f"{user_kernel.__name__}"
     src = f"def {name}({', '.join(params)}):\n" + "\n".join(body) + f"\n    _tta_user({', '.join(call)})\n"
     scope = {"cute": cute, "cutlass": cutlass, "_tta_user": cute.jit(user_kernel)}
-    fn = _exec(src, scope, name)
+    fn = codegen.define(src, name, scope, f"generated {name}")
     return cute.kernel(fn), args

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import linecache
 import re
 from typing import Any
 
@@ -30,7 +29,7 @@ import torch
 from .. import core, dtypes
 from ..core import PtxEntry, QdpSlots
 from ..errors import GraphError, PluginError
-from . import cuda_tools, ptxabi
+from . import codegen, cuda_tools, ptxabi
 from .driver import Artifact
 
 
@@ -78,15 +77,11 @@ def _entry_kernel(plan, fn_name: str):
     import cuda.tile as ct
 
     source, _ = entry_source(plan, fn_name)
-    filename = f"<tta-cutile-entry {fn_name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     scope = {"__ct": ct, "__tta_user_kernel": plan.kernel._pyfunc, "__name__": "tta_cutile_entry"}
-    # Code generation, as torch.fx does: `source` is entry_source's template filled with names
-    # it made up and integers from the recorded launch; no text from a file, cache or engine.
-    exec(compile(source, filename, "exec"), scope)
+    entry = codegen.define(source, fn_name, scope, f"cutile-entry {fn_name}")
     opts = plan.kernel._compiler_options
     kernel = ct.kernel(
-        scope[fn_name],
+        entry,
         num_ctas=opts.num_ctas,
         occupancy=opts.occupancy,
         opt_level=opts.opt_level,

@@ -11,12 +11,11 @@ parameters minus the floats, and the entry keeps the original kernel's name.
 
 from __future__ import annotations
 
-import itertools
-import linecache
 import math
 from typing import Any
 
-_counter = itertools.count()
+from . import codegen
+
 _made: dict[tuple, Any] = {}
 
 
@@ -62,10 +61,8 @@ def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str]) -> 
         args.append(pname)
     src = f"def {name}({', '.join(params)}):\n    _tta_kernel({', '.join(args)})\n"
     # Triton reads the kernel's source back (inspect.getsource): register it under its own name.
-    filename = f"<tta: {name} with {', '.join(f'{k}={v!r}' for k, v in sorted(floats.items()))} #{next(_counter)}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    label = f"{name} with {', '.join(f'{k}={v!r}' for k, v in sorted(floats.items()))}"
     scope = {"tl": tl, "_tta_kernel": kernel, "__name__": getattr(kernel, "__module__", "tta_specialized")}
-    exec(compile(src, filename, "exec"), scope)
-    fn = triton.jit(scope[name])
+    fn = triton.jit(codegen.define(src, name, scope, label))
     _made[key] = (kernel, fn)  # keeps ``kernel`` alive so its id stays unique
     return fn
