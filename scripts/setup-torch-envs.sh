@@ -27,7 +27,9 @@ pth.write_text(str(pathlib.Path("python").resolve()) + "\n")
 PYEOF
 }
 
-make_env .venv-torch2.11 "torch==2.11.*" numpy "pytest>=8"
+# Triton 3.6's interpreter turns a one-element array into an int (tl.program_id used as a loop
+# bound), which NumPy 2.4 refuses; Triton 3.8 squeezes first. Only the interpreter needs the pin.
+make_env .venv-torch2.11 "torch==2.11.*" "numpy<2.4" "pytest>=8"
 # The Liger example kernels (plain Triton); --no-deps keeps each environment's torch and triton.
 .venv-torch2.11/bin/python -m pip install -q --no-deps liger-kernel
 
