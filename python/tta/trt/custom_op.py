@@ -120,33 +120,53 @@ except ImportError:  # the plugin side works without Torch-TensorRT; the convert
 
 def custom_op(
     op_name: str,
-    kernel: Any = None,
     capability_validator: Callable | None = None,
     priority: Any = _STANDARD,
     supports_dynamic_shapes: bool = True,
     requires_output_allocator: bool = False,
     *,
+    kernel: Any = None,
     use_aot_if_available: bool = True,
+    _aot_register: Callable[[], None] | None = None,
 ) -> CustomOp:
     """Make ``op_name`` ("ns::op", an existing torch op with a fake impl) convertible by
     Torch-TensorRT into an ahead-of-time TensorRT plugin running ``kernel`` (a kernel spec,
     ``tta.triton/cutile/cutedsl``, or a list of them: one tactic per config).
 
-    ``capability_validator(node, settings) -> bool``, ``priority`` (``ConverterPriority``,
-    default STANDARD) and ``supports_dynamic_shapes`` mean what they mean in Torch-TensorRT's
-    ``custom_op``; ``requires_output_allocator=True`` (data-dependent outputs) is refused, and
-    ``use_aot_if_available`` is accepted for compatibility (the plugin is always AOT)."""
+    The other parameters are those of Torch-TensorRT's ``custom_op``, in its order and with its
+    names, so that a call to it becomes a call to this by changing the import and adding
+    ``kernel=``. ``capability_validator(node, settings) -> bool`` and ``priority``
+    (``ConverterPriority``, default STANDARD) mean what they mean there;
+    ``supports_dynamic_shapes`` too, but defaults to True, as the plugins take any input shape.
+    What tta cannot honour is refused, never ignored: ``requires_output_allocator=True``
+    (data-dependent outputs), ``use_aot_if_available=False`` (the plugin is always AOT) and
+    ``_aot_register`` (tta registers the ``aot_impl`` itself)."""
     from ..plugin import check_kernels
 
     sig = custom_op_schema.signature(op_name)
+    where = f"tta.custom_op({op_name!r})"
     if kernel is None:
-        raise PluginError(f"tta.custom_op({op_name!r}): give kernel= (tta.triton(launch_fn, configs=[...]) or a list of specs)")
+        given = "" if capability_validator is None or callable(capability_validator) else (
+            f" (the second positional argument is capability_validator, as in Torch-TensorRT; got {capability_validator!r})"
+        )
+        raise PluginError(f"{where}: give kernel= (tta.triton(launch_fn, configs=[...]) or a list of specs){given}")
+    if capability_validator is not None and not callable(capability_validator):
+        raise PluginError(f"{where}: capability_validator must be a function (node, settings) -> bool, got {capability_validator!r}")
     if requires_output_allocator:
         raise PluginError(
-            f"tta.custom_op({op_name!r}): requires_output_allocator=True means data-dependent output shapes; a TensorRT "
+            f"{where}: requires_output_allocator=True means data-dependent output shapes; a TensorRT "
             "AOT plugin's output shapes must be computed from its input shapes"
         )
-    del use_aot_if_available
+    if not use_aot_if_available:
+        raise PluginError(
+            f"{where}: use_aot_if_available=False asks for a JIT plugin (a Python impl run by TensorRT); tta's "
+            "plugins are ahead-of-time only: leave use_aot_if_available at True"
+        )
+    if _aot_register is not None:
+        raise PluginError(
+            f"{where}: _aot_register registers another aot_impl for the plugin; tta registers its own from kernel=, "
+            "so the two would clash: leave _aot_register out"
+        )
     kernels = tuple(kernel) if isinstance(kernel, (list, tuple)) else (kernel,)
     check_kernels(kernels, op_name)
     names = {a.name for a in sig.attributes}
@@ -155,11 +175,11 @@ def custom_op(
             clash = names & set(cfg)
             if clash:
                 raise PluginError(
-                    f"tta.custom_op({op_name!r}): config key(s) {sorted(clash)} of {spec!r} are also arguments of the op; "
+                    f"{where}: config key(s) {sorted(clash)} of {spec!r} are also arguments of the op; "
                     "the op's arguments reach the launch function as keywords of the same name"
                 )
     # Attribute types the installed plugin package cannot carry are refused now, by name.
-    qdp.check_attributes([a.attribute for a in sig.attributes], f"tta.custom_op({op_name!r})")
+    qdp.check_attributes([a.attribute for a in sig.attributes], where)
     with _lock:
         if op_name in _ops:
             # Registration is process-wide: the same call again (a re-run cell) is a no-op,

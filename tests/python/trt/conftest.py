@@ -46,3 +46,35 @@ def pytest_report_header(config):
     if MISSING:
         return f"tests/python/trt not collected: {MISSING}"
     return f"tensorrt stand-in with the real tensorrt.plugin {trt.__version__}"
+
+
+class StandinCompiles:
+    """``torch_tensorrt.compile`` over the stand-in, and what it built: ``builds`` holds the
+    engines (networks) of this test only."""
+
+    SETTINGS = {"offload_module_to_cpu": True, "min_block_size": 1}
+
+    def __init__(self, builds: list):
+        self.builds = builds
+
+    def compile(self, model, inputs, dynamic_shapes=None):
+        """Export ``model`` and compile it with Torch-TensorRT, every op it can convert in an engine."""
+        import torch
+        import torch_tensorrt
+
+        ep = torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes)
+        return torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=list(inputs), **self.SETTINGS)
+
+    def plugin_calls(self) -> list[dict]:
+        """Each plugin layer the built networks added, in order."""
+        return [c[1] for b in self.builds for c in b.network.calls if c[0] == "add_plugin"]
+
+
+@pytest.fixture
+def standin_trt():
+    from trt_standin import network, torch_tensorrt_env
+
+    torch_tensorrt_env.patch_runtime()
+    network.BUILDS.clear()
+    yield StandinCompiles(network.BUILDS)
+    network.BUILDS.clear()

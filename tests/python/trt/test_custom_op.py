@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch_tensorrt
 from torch import nn
-from trt_standin import network as standin, torch_tensorrt_env
 
 import tensorrt as trt
 
-torch_tensorrt_env.patch_runtime()
+import tta
+import tta.trt
+from tta.aot.compile import compile_specs
+from tta.aot.session import TensorType
+from tta.examples import custom_ops as ex
+from tta.trt import custom_op as co, qdp
 
-import tta  # noqa: E402
-import tta.trt  # noqa: E402
-from tta.aot.compile import compile_specs  # noqa: E402
-from tta.aot.session import TensorType  # noqa: E402
-from tta.examples import custom_ops as ex  # noqa: E402
-from tta.trt import custom_op as co, qdp  # noqa: E402
-
-SETTINGS = {"offload_module_to_cpu": True, "min_block_size": 1}
 OPS = torch.ops.tta_examples
 
 
@@ -29,22 +24,6 @@ def _register(name, launch, configs=({"BLOCK": 256},), **kw):
     if f"tta_examples::{name}" not in co._ops:
         tta.custom_op(f"tta_examples::{name}", kernel=tta.triton(launch, configs=list(configs)), **kw)
     return co._ops[f"tta_examples::{name}"]
-
-
-@pytest.fixture
-def builds():
-    standin.BUILDS.clear()
-    yield standin.BUILDS
-    standin.BUILDS.clear()
-
-
-def _compile(model, inputs, dynamic_shapes=None):
-    ep = torch.export.export(model, tuple(inputs), dynamic_shapes=dynamic_shapes)
-    return torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=list(inputs), **SETTINGS)
-
-
-def _plugin_calls(builds):
-    return [c[1] for b in builds for c in b.network.calls if c[0] == "add_plugin"]
 
 
 def _built_kernels(call):
@@ -60,11 +39,11 @@ class Axpb(nn.Module):
         return a, b
 
 
-def test_scalars_before_tensors_kwargs_and_per_call_site_values(builds):
+def test_scalars_before_tensors_kwargs_and_per_call_site_values(standin_trt):
     op = _register("axpb", ex.launch_axpb)
     x, y = torch.randn(8, 64), torch.randn(64)
-    _compile(Axpb(), (x, y))
-    first, second = _plugin_calls(builds)
+    standin_trt.compile(Axpb(), (x, y))
+    first, second = standin_trt.plugin_calls()
     # One plugin variant (same input types), two call sites with their own attribute values.
     assert first["plugin"] == second["plugin"] and first["inputs"] == second["inputs"]
     name = first["plugin"].split("::")[1]
@@ -84,7 +63,7 @@ def test_scalars_before_tensors_kwargs_and_per_call_site_values(builds):
     assert _built_kernels(first)[next(iter(_built_kernels(first)))].code != _built_kernels(second)[next(iter(_built_kernels(second)))].code
 
 
-def test_optional_tensor_present_and_absent_are_two_variants(builds):
+def test_optional_tensor_present_and_absent_are_two_variants(standin_trt):
     op = _register("add_bias", ex.launch_bias)
 
     class M(nn.Module):
@@ -92,8 +71,8 @@ def test_optional_tensor_present_and_absent_are_two_variants(builds):
             return OPS.add_bias(x, b), OPS.add_bias(x, bias=None), OPS.add_bias(x)
 
     x, b = torch.randn(4, 32), torch.randn(32)
-    _compile(M(), (x, b))
-    with_bias, without, default = _plugin_calls(builds)
+    standin_trt.compile(M(), (x, b))
+    with_bias, without, default = standin_trt.plugin_calls()
     assert with_bias["inputs"] == ["x", "b"] and without["inputs"] == ["x"] and default["inputs"] == ["x"]
     assert without["plugin"] == default["plugin"] != with_bias["plugin"]
     assert len(op.variants) == 2
@@ -102,7 +81,7 @@ def test_optional_tensor_present_and_absent_are_two_variants(builds):
     assert k.code.count(b".param .u64") < next(iter(_built_kernels(with_bias).values())).code.count(b".param .u64")
 
 
-def test_dtype_changing_op_with_two_outputs(builds):
+def test_dtype_changing_op_with_two_outputs(standin_trt):
     _register("split_sign", ex.launch_split)
 
     class M(nn.Module):
@@ -110,9 +89,9 @@ def test_dtype_changing_op_with_two_outputs(builds):
             return OPS.split_sign(x)
 
     x = torch.randn(6, 10)
-    _compile(M(), (x,), ({0: torch.export.Dim("b", min=2, max=32)},))
-    (build,) = builds
-    (call,) = _plugin_calls(builds)
+    standin_trt.compile(M(), (x,), ({0: torch.export.Dim("b", min=2, max=32)},))
+    (build,) = standin_trt.builds
+    (call,) = standin_trt.plugin_calls()
     layer = call["layer"]
     # Output types from the fake impl (float16, int32), never input 0's float32.
     assert [layer.get_output(i).dtype for i in range(2)] == [trt.float16, trt.int32]
@@ -120,7 +99,7 @@ def test_dtype_changing_op_with_two_outputs(builds):
     assert [c[1]["dtype"] for c in build.network.calls if c[0] == "mark_output"] == [trt.DataType.HALF, trt.DataType.INT32]
 
 
-def test_shape_check_in_the_fake_impl_unifies_dims(builds):
+def test_shape_check_in_the_fake_impl_unifies_dims(standin_trt):
     _register("pair_mul", ex.launch_pair)
 
     class M(nn.Module):
@@ -129,8 +108,8 @@ def test_shape_check_in_the_fake_impl_unifies_dims(builds):
 
     batch = torch.export.Dim("batch", min=2, max=64)
     x, y = torch.randn(4, 16), torch.randn(4, 16)
-    _compile(M(), (x, y), ({0: batch}, {0: batch}))
-    (call,) = _plugin_calls(builds)
+    standin_trt.compile(M(), (x, y), ({0: batch}, {0: batch}))
+    (call,) = standin_trt.plugin_calls()
     name = call["plugin"].split("::")[1]
     # y's batch dim is x's symbol: torch._check(x.shape == y.shape) holds instead of failing on
     # two distinct hints.
@@ -140,7 +119,7 @@ def test_shape_check_in_the_fake_impl_unifies_dims(builds):
         assert k.launch_values([(b, 16), (b, 16)])["grid_x"] == -(-b * 16 // 256)
 
 
-def test_dims_related_by_an_expression_keep_the_relation(builds):
+def test_dims_related_by_an_expression_keep_the_relation(standin_trt):
     _register("add_tiled", ex.launch_tiled)
 
     class M(nn.Module):
@@ -149,8 +128,8 @@ def test_dims_related_by_an_expression_keep_the_relation(builds):
 
     b = torch.export.Dim("b", min=2, max=32)
     x, y = torch.randn(3, 16), torch.randn(6, 16)
-    _compile(M(), (x, y), ({0: b}, {0: 2 * b}))
-    (call,) = _plugin_calls(builds)
+    standin_trt.compile(M(), (x, y), ({0: b}, {0: 2 * b}))
+    (call,) = standin_trt.plugin_calls()
     name = call["plugin"].split("::")[1]
     # y's rows are 2*i0_0, as the export knows, so torch._check(y.shape[0] == 2 * x.shape[0]) holds.
     assert [m.shape for m in qdp._entries[name].input_metas] == [(None, 16), ("2*i0_0", 16)]
@@ -158,7 +137,7 @@ def test_dims_related_by_an_expression_keep_the_relation(builds):
     assert k.launch_values([(5, 16), (10, 16)])["grid_x"] == -(-10 * 16 // 256)
 
 
-def test_broadcasting_and_reshape_in_the_fake_impl(builds):
+def test_broadcasting_and_reshape_in_the_fake_impl(standin_trt):
     _register("flatten_scale", ex.launch_flatten_scale)
 
     class M(nn.Module):
@@ -166,16 +145,16 @@ def test_broadcasting_and_reshape_in_the_fake_impl(builds):
             return OPS.flatten_scale(x, 3)
 
     x = torch.randn(4, 6, 8)
-    _compile(M(), (x,), ({0: torch.export.Dim("b", min=1, max=16), 1: torch.export.Dim("c", min=2, max=16)},))
-    (build,) = builds
+    standin_trt.compile(M(), (x,), ({0: torch.export.Dim("b", min=1, max=16), 1: torch.export.Dim("c", min=2, max=16)},))
+    (build,) = standin_trt.builds
     assert tuple(build.network.outputs[0].shape) == (-1, -1)
-    (call,) = _plugin_calls(builds)
+    (call,) = standin_trt.plugin_calls()
     name = call["plugin"].split("::")[1]
     # One symbol per input dim; the output is (i0_0, i0_1*8).
     assert qdp._entries[name].signature({"k": 3})[1] == [("i0_0", "8*i0_1")]
 
 
-def test_triton_op(builds):
+def test_triton_op(standin_trt):
     _register("tri_scale", ex.launch_tri_scale)
 
     class M(nn.Module):
@@ -183,8 +162,8 @@ def test_triton_op(builds):
             return OPS.tri_scale(x, 5)
 
     x = torch.randn(3, 40)
-    _compile(M(), (x,))
-    (call,) = _plugin_calls(builds)
+    standin_trt.compile(M(), (x,))
+    (call,) = standin_trt.plugin_calls()
     assert call["aot"] is True and call["layer"].name.startswith("tta_examples::tri_scale/")
     (k,) = _built_kernels(call).values()
     assert k.code.startswith(b"//")
@@ -201,7 +180,6 @@ _lib.define("tagged(Tensor x) -> Tensor", tags=(torch.Tag.dynamic_output_shape,)
 _lib.define("sized(Tensor x, SymInt n) -> Tensor")
 _lib.impl("sized", lambda x, n: x * n, "CompositeExplicitAutograd")
 torch.library.register_fake("tta_refused::sized", lambda x, n: torch.empty_like(x), lib=_lib)
-
 
 
 @torch.library.register_fake("tta_refused::nonzero_like", lib=_lib)
@@ -227,7 +205,7 @@ def test_refused_at_registration(op, pattern):
         tta.custom_op(op, kernel=SPEC)
 
 
-def test_data_dependent_output_refused_when_compiled(builds):
+def test_data_dependent_output_refused_when_compiled(standin_trt):
     _lib.impl("nonzero_like", lambda x: x.flatten()[: int((x > 0).sum())].clone(), "CompositeExplicitAutograd")
     tta.custom_op("tta_refused::nonzero_like", kernel=tta.triton(ex.launch_tri_scale, configs=[{"BLOCK": 256, "k": 1}]))
 
@@ -236,8 +214,8 @@ def test_data_dependent_output_refused_when_compiled(builds):
             return torch.ops.tta_refused.nonzero_like(x)
 
     with pytest.raises(tta.PluginError, match=r"tta_refused::nonzero_like.*output 0 dim 0 is data-dependent"):
-        _compile(M(), (torch.randn(4, 4),))
-    assert builds == []
+        standin_trt.compile(M(), (torch.randn(4, 4),))
+    assert standin_trt.builds == []
 
 
 def test_int_argument_computed_from_shapes_refused():
@@ -269,7 +247,7 @@ def test_same_call_again_is_a_no_op_other_kernels_an_error():
         tta.custom_op("tta_examples::pair_mul", kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 512}]))
 
 
-def test_validator_and_priority_mean_what_they_mean_in_torch_tensorrt(builds):
+def test_validator_and_priority_mean_what_they_mean_in_torch_tensorrt(standin_trt):
     from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_ATEN_CONVERTERS, ConverterPriority, dynamo_tensorrt_converter
 
     seen = []
@@ -297,17 +275,17 @@ def test_validator_and_priority_mean_what_they_mean_in_torch_tensorrt(builds):
             return torch.ops.tta_valid.mul(x, y), torch.ops.tta_valid.mul(a, b)
 
     ins = (torch.randn(2, 64), torch.randn(2, 64), torch.randn(2, 8), torch.randn(2, 8))
-    _compile(M(), ins)
+    standin_trt.compile(M(), ins)
     assert (overload, "CompilationSettings") in seen
     # The narrow call site was declined by the validator (and by the generic converter's), so it
     # runs in PyTorch; the wide one is a plugin.
-    calls = _plugin_calls(builds)
+    calls = standin_trt.plugin_calls()
     assert len(calls) == 1 and calls[0]["inputs"] == ["x", "y"]
 
 
 # -- the seed RFC's own example (torchtrt_ex::triton_circular_pad: tta.examples.custom_ops) -------
 
-import triton  # noqa: E402
+import triton
 
 
 class CircularPad(nn.Module):
@@ -315,7 +293,7 @@ class CircularPad(nn.Module):
         return torch.ops.torchtrt_ex.triton_circular_pad(x, [1, 1, 2, 0])
 
 
-def test_seed_rfc_example(builds):
+def test_seed_rfc_example(standin_trt):
     spec = tta.triton(ex.launch_circular_pad, configs=[{"BLOCK_SIZE": 256}])
     if tuple(int(p) for p in trt.__version__.split(".")[:2]) < (11, 3):
         with pytest.raises(tta.PluginError, match=r"torchtrt_ex::triton_circular_pad.*attribute 'padding' is a list of int"):
@@ -323,9 +301,9 @@ def test_seed_rfc_example(builds):
         return
     tta.custom_op("torchtrt_ex::triton_circular_pad", kernel=spec, supports_dynamic_shapes=True)
     x = torch.randn(2, 3, 8, 8)
-    _compile(CircularPad(), (x,), ({0: torch.export.Dim("b", min=2, max=4)},))
-    (build,) = builds
-    (call,) = _plugin_calls(builds)
+    standin_trt.compile(CircularPad(), (x,), ({0: torch.export.Dim("b", min=2, max=4)},))
+    (build,) = standin_trt.builds
+    (call,) = standin_trt.plugin_calls()
     assert list(call["attrs"]["padding"]) == [1, 1, 2, 0]
     assert tuple(build.network.outputs[0].shape) == (-1, 3, 10, 10)
     (k,) = _built_kernels(call).values()
@@ -340,7 +318,7 @@ _lib_at.impl("scaled_add", lambda x, y, *, scale: x * scale + y, "CompositeExpli
 torch.library.register_fake("tta_autotuned::scaled_add", lambda x, y, *, scale: torch.empty_like(x), lib=_lib_at)
 
 
-from tta.examples.kernels.autotuned import axpy_kernel  # noqa: E402
+from tta.examples.kernels.autotuned import axpy_kernel
 
 
 def launch_scaled_add(x, y, out, *, scale):
@@ -348,7 +326,7 @@ def launch_scaled_add(x, y, out, *, scale):
     axpy_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"] * meta["UNROLL"]),)](x, y, out, n, scale)
 
 
-def test_autotuned_kernel_gets_the_op_arguments(builds):
+def test_autotuned_kernel_gets_the_op_arguments(standin_trt):
     spec = tta.triton(launch_scaled_add)
     assert spec.autotuned and len(spec.configs) == 3
     tta.custom_op("tta_autotuned::scaled_add", kernel=spec)
@@ -358,8 +336,8 @@ def test_autotuned_kernel_gets_the_op_arguments(builds):
             return torch.ops.tta_autotuned.scaled_add(x, y, scale=0.25), torch.ops.tta_autotuned.scaled_add(x, y, scale=4.0)
 
     x, y = torch.randn(4, 100), torch.randn(4, 100)
-    _compile(M(), (x, y))
-    quarter, four = (_built_kernels(c) for c in _plugin_calls(builds))
+    standin_trt.compile(M(), (x, y))
+    quarter, four = (_built_kernels(c) for c in standin_trt.plugin_calls())
     assert len(quarter) == len(four) == 3  # one tactic per triton.Config
     # The scale is compiled into each call site's kernels: same tactics, different code.
     assert sorted(quarter) == sorted(four)
