@@ -6,6 +6,7 @@ mod common;
 use common::{graph_of, impls, t};
 use serde_json::json;
 use std::collections::HashMap;
+use tta::graph::verify::verify;
 use tta::lowering::Status;
 
 fn ph(name: &str, shape: &[&str], weight: bool) -> serde_json::Value {
@@ -86,4 +87,134 @@ fn untagged_assertions_reading_a_member_are_absorbed() {
     // The check of the region's input is no part of the region: it stays.
     assert!(o.graph.nodes.iter().any(|n| n.name == "chk_in"));
     assert!(!o.graph.nodes.iter().any(|n| n.name == "chk"));
+}
+
+fn sym(e: &str) -> serde_json::Value {
+    json!({"sym": e})
+}
+
+fn sym_bool() -> serde_json::Value {
+    json!({"opaque": "SymBool"})
+}
+
+/// `assert_scalar(name, cond)`, with the source line export gives the deferred check.
+fn check(name: &str, cond: &str) -> serde_json::Value {
+    let mut n = call(name, "aten._assert_scalar.default", json!([{"ref": cond}, "Runtime assertion failed"]), json!(null), None);
+    n["source"] = json!("model.py:7");
+    n
+}
+
+fn node_names(g: &tta::graph::Graph) -> Vec<&str> {
+    g.nodes.iter().map(|n| n.name.as_str()).collect()
+}
+
+/// `x -> nonzero -> *2` as a region, with export's checks of its count (`sym_size -> ge/le ->
+/// _assert_scalar`), a check relating the count to the region's input `x` through a `sym_size`
+/// only that check reads, and a check of `y` alone.
+#[test]
+fn assertion_chains_reading_a_member_are_absorbed_whole() {
+    let g = graph_of(
+        json!([
+            ph("x", &["s0"], false),
+            ph("y", &["s1"], false),
+            call("nz", "aten.nonzero.default", json!([{"ref": "x"}]), t(&["u0", "1"]), Some("r")),
+            call("count", "aten.sym_size.int", json!([{"ref": "nz"}, 0]), sym("u0"), None),
+            call("ge", "_operator.ge", json!([{"ref": "count"}, 0]), sym_bool(), None),
+            check("chk_ge", "ge"),
+            call("size_x", "aten.sym_size.int", json!([{"ref": "x"}, 0]), sym("s0"), None),
+            call("le", "_operator.le", json!([{"ref": "count"}, {"ref": "size_x"}]), sym_bool(), None),
+            check("chk_le", "le"),
+            call("size_y", "aten.sym_size.int", json!([{"ref": "y"}, 0]), sym("s1"), None),
+            call("le_y", "_operator.le", json!([{"ref": "size_y"}, 64]), sym_bool(), None),
+            check("chk_y", "le_y"),
+            call("m", "aten.mul.Tensor", json!([{"ref": "nz"}, 2]), t(&["u0", "1"]), Some("r")),
+            out(&["m", "y"]),
+        ]),
+        json!({"r": {"impl": "k"}}),
+    );
+    let o = common::run(g, impls(&[("k", "p")]), &HashMap::new());
+    let r = &o.report[0];
+    assert_eq!(r.status, Status::Outlined, "{:?}", r.reason);
+    assert_eq!(r.absorbed, ["count", "ge", "chk_ge", "size_x", "le", "chk_le"]);
+    assert_eq!(names(r), ["x"]);
+    assert_eq!(r.outputs.len(), 1);
+    // The check of `y` reads nothing of the region: it stays, whole.
+    let kept = node_names(&o.graph);
+    for n in ["size_y", "le_y", "chk_y"] {
+        assert!(kept.contains(&n), "{n} lost: {kept:?}");
+    }
+    for n in &r.absorbed {
+        assert!(!kept.contains(&n.as_str()), "{n} kept: {kept:?}");
+    }
+    verify(&o.graph).unwrap();
+}
+
+/// The region computes an integer (`item`); export checks it against `y`'s size, which the
+/// region does not read.
+fn item_checked_against(shared: bool) -> tta::pass::Outcome {
+    let mut nodes = vec![
+        ph("x", &["4"], false),
+        ph("y", &["s1"], false),
+        call("s", "aten.sum.default", json!([{"ref": "x"}]), t(&[]), Some("r")),
+        call("n", "aten.item.default", json!([{"ref": "s"}]), sym("u0"), Some("r")),
+        call("m", "aten.mul.Tensor", json!([{"ref": "x"}, {"ref": "n"}]), t(&["4"]), Some("r")),
+        call("size_y", "aten.sym_size.int", json!([{"ref": "y"}, 0]), sym("s1"), None),
+        call("le", "_operator.le", json!([{"ref": "n"}, {"ref": "size_y"}]), sym_bool(), None),
+        check("chk", "le"),
+    ];
+    if shared {
+        // A check of `y` alone shares the size with it.
+        nodes.push(call("le_y", "_operator.le", json!([{"ref": "size_y"}, 64]), sym_bool(), None));
+        nodes.push(check("chk_y", "le_y"));
+    }
+    nodes.push(out(&["m"]));
+    common::run(graph_of(json!(nodes), json!({"r": {"impl": "k"}})), impls(&[("k", "p")]), &HashMap::new())
+}
+
+#[test]
+fn a_check_of_an_inside_integer_against_an_outside_value_refuses_the_region() {
+    for shared in [false, true] {
+        let o = item_checked_against(shared);
+        let r = &o.report[0];
+        assert_eq!(r.status, Status::Refused);
+        let why = r.reason.as_deref().unwrap();
+        assert!(why.contains("`n` is read by the runtime check `chk` (aten._assert_scalar.default, model.py:7)"), "{why}");
+        // Shared with the check of `y`, the size stays outside; else it would come along.
+        let outside = if shared { "`le` also reads `size_y`" } else { "`size_y` also reads `y`" };
+        assert!(why.contains(&format!("{outside} from outside the region")), "{why}");
+        // Refused: the graph, every check with it, is unchanged.
+        assert!(o.edits.is_empty());
+        assert!(r.absorbed.is_empty());
+        for n in ["size_y", "le", "chk"] {
+            assert!(node_names(&o.graph).contains(&n));
+        }
+    }
+}
+
+#[test]
+fn a_check_of_an_inside_tensor_against_an_outside_value_stays_outside() {
+    // `sym_size(a) <= sym_size(y)`: the tensor `a` becomes an output, the check reads it there.
+    let g = graph_of(
+        json!([
+            ph("x", &["s0"], false),
+            ph("y", &["s1"], false),
+            call("a", "aten.nonzero.default", json!([{"ref": "x"}]), t(&["u0", "1"]), Some("r")),
+            call("b", "aten.mul.Tensor", json!([{"ref": "a"}, 2]), t(&["u0", "1"]), Some("r")),
+            call("count", "aten.sym_size.int", json!([{"ref": "a"}, 0]), sym("u0"), None),
+            call("size_y", "aten.sym_size.int", json!([{"ref": "y"}, 0]), sym("s1"), None),
+            call("le", "_operator.le", json!([{"ref": "count"}, {"ref": "size_y"}]), sym_bool(), None),
+            check("chk", "le"),
+            out(&["b"]),
+        ]),
+        json!({"r": {"impl": "k"}}),
+    );
+    let o = common::run(g, impls(&[("k", "p")]), &HashMap::new());
+    let r = &o.report[0];
+    assert_eq!(r.status, Status::Outlined, "{:?}", r.reason);
+    assert!(r.absorbed.is_empty());
+    assert_eq!(r.outputs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    for n in ["count", "size_y", "le", "chk"] {
+        assert!(node_names(&o.graph).contains(&n));
+    }
+    verify(&o.graph).unwrap();
 }

@@ -130,7 +130,8 @@ class RegionReport:
     reason: str | None = None
     op: str | None = None
     node: str | None = None
-    # Assertion nodes export left untagged that read a value inside the region, taken into it.
+    # Export's untagged checks of a value inside the region (assertions and the nodes only they
+    # read, such as `sym_size` -> `le`), taken into it.
     absorbed: list[str] = field(default_factory=list)
 
     @property

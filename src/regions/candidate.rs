@@ -10,7 +10,8 @@ pub struct Candidate {
     /// order, outputs in node order.
     pub order: Option<PortOrder>,
     pub verdict: Verdict,
-    /// Assertion nodes export left untagged that it absorbed (`regions::asserts`).
+    /// Check nodes export left untagged that it absorbed: assertions and what only they read
+    /// (`regions::asserts`).
     pub absorbed: Vec<usize>,
     /// Step 2's decision on a valid region: the op that replaces it, or why its signature does
     /// not fit (the boundary stays, for the report).

@@ -7,6 +7,7 @@
 pub mod asserts;
 pub mod boundary;
 pub mod candidate;
+pub mod checks;
 pub mod collect;
 pub mod modules;
 pub mod pattern;

@@ -7,6 +7,7 @@
 //! far: no two depend on each other (each convex, yet A reads B and B reads A), which outlining
 //! both would turn into a cycle.
 
+use super::checks::at;
 use super::boundary;
 use super::candidate::{Candidate, Verdict};
 use super::pattern::PortOrder;
@@ -185,14 +186,6 @@ fn refuse_mutually_dependent(g: &Graph, dag: &Dag, candidates: &mut [Candidate])
                 others.join(", ")
             ));
         }
-    }
-}
-
-fn at(g: &Graph, i: usize) -> String {
-    let n = &g.nodes[i];
-    match &n.source {
-        Some(src) => format!("`{}` ({}, {})", n.name, n.target, src),
-        None => format!("`{}` ({})", n.name, n.target),
     }
 }
 

@@ -2,6 +2,7 @@
 //! indices, the inputs that are used, the outputs, and a static search plan.
 
 use super::selector::PatternSelector;
+use crate::regions::checks::is_observer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{verify, Arg, Dim, Graph, Node, OpKind, Value};
 use crate::expr::{self, Poly};
@@ -87,11 +88,6 @@ pub struct Pattern {
     /// Where each pattern symbol is first seen among the inputs' dims: binding an input binds
     /// its symbols to the target producer's dims.
     pub(crate) symbols: Vec<SymbolDim>,
-}
-
-/// No users, no value, writes nothing: a check such as `aten._assert_tensor_metadata`.
-pub(crate) fn is_observer(n: &Node, users: usize) -> bool {
-    n.op == OpKind::CallFunction && users == 0 && matches!(n.val, Value::None) && n.mutates.is_empty()
 }
 
 fn err(name: &str, node: Option<&Node>, msg: String) -> Error {

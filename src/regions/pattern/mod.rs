@@ -48,6 +48,7 @@ pub struct Found {
 /// first), then refused ones that overlap nothing claimed; ids number them in anchor order.
 pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Found {
     let mut claimed = vec![false; g.nodes.len()];
+    let checks = crate::regions::checks::check_only(g, dag);
     let mut valid: Vec<search::Occurrence> = Vec::new();
     let mut invalid: Vec<(search::Occurrence, String)> = Vec::new();
     let mut near: Option<(usize, search::Near)> = None;
@@ -57,7 +58,7 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
     order.sort_by_key(|&f| std::cmp::Reverse(forms[f].nodes.len()));
     for f in order {
         let form = &forms[f];
-        let mut s = search::Search::new(form, g, index, dag, claimed);
+        let mut s = search::Search::new(form, g, index, dag, &checks, claimed);
         for t in form.candidates(g) {
             if s.claimed[t] {
                 continue;

@@ -7,7 +7,8 @@
 //! therefore costs about the pattern's size, and the whole search is linear in the number of
 //! candidate anchors; assignments are undone through a trail on backtracking.
 
-use super::compile::{is_observer, PArg, PRef, Pattern, Step};
+use super::compile::{PArg, PRef, Pattern, Step};
+use crate::regions::checks;
 use crate::expr::{self, Poly};
 use crate::graph::{Arg, Dag, Dim, Graph, Value};
 use super::selector::PortOrder;
@@ -61,6 +62,8 @@ pub(crate) struct Search<'a> {
     g: &'a Graph,
     index: &'a HashMap<&'a str, usize>,
     dag: &'a Dag,
+    /// Nodes only checks read (`checks::check_only`).
+    checks: &'a [bool],
     /// Nodes taken by earlier occurrences of this pattern.
     pub claimed: Vec<bool>,
     /// Body node -> target node.
@@ -97,14 +100,7 @@ fn lit_eq(a: &Arg, b: &Arg) -> bool {
     }
 }
 
-/// `name` (target, file:line): how errors point at a target node.
-pub(crate) fn at(g: &Graph, i: usize) -> String {
-    let n = &g.nodes[i];
-    match &n.source {
-        Some(src) => format!("`{}` ({}, {})", n.name, n.target, src),
-        None => format!("`{}` ({})", n.name, n.target),
-    }
-}
+pub(crate) use crate::regions::checks::at;
 
 fn dim_poly(d: &Dim) -> Option<Poly> {
     match d {
@@ -115,12 +111,13 @@ fn dim_poly(d: &Dim) -> Option<Poly> {
 
 impl<'a> Search<'a> {
     /// `claimed`: nodes taken by occurrences found before (of another form of the pattern).
-    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a HashMap<&'a str, usize>, dag: &'a Dag, claimed: Vec<bool>) -> Self {
+    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a HashMap<&'a str, usize>, dag: &'a Dag, checks: &'a [bool], claimed: Vec<bool>) -> Self {
         Search {
             pat,
             g,
             index,
             dag,
+            checks,
             claimed,
             map: vec![NONE; pat.nodes.len()],
             bind: vec![NONE; pat.inputs.len()],
@@ -450,33 +447,45 @@ impl<'a> Search<'a> {
         let mut members = self.map.clone();
         members.sort_unstable();
         let inside = |x: usize| members.binary_search(&x).is_ok();
+        // Export's checks of the occurrence's values (assertion chains) join it.
         let mut joined: Vec<usize> = Vec::new();
         let mut why = None;
+        let free = |x: usize| !self.claimed[x];
+        for chain in checks::chains(dag, self.checks, &members, &inside, &free) {
+            if chain.foreign {
+                continue;
+            }
+            if chain.stray.is_none() {
+                joined.extend(chain.nodes);
+                continue;
+            }
+            // Reading only the pattern's outputs, it stays outside.
+            let hidden = chain.reads.iter().find(|&&m| self.map.iter().position(|&t| t == m).is_some_and(|q| !pat.is_output[q]));
+            if let Some(&m) = hidden {
+                why = why.or_else(|| checks::stray_reason(g, dag, &chain, m, "is no output of the pattern"));
+            }
+        }
+        joined.sort_unstable();
         'nodes: for (q, &t) in self.map.iter().enumerate() {
             let mut read_outside = false;
             for &u in &dag.users[t] {
-                if inside(u) || joined.contains(&u) {
+                if inside(u) || joined.binary_search(&u).is_ok() {
                     continue;
                 }
                 if pat.is_output[q] {
                     read_outside = true;
-                } else if !self.claimed[u]
-                    && is_observer(&g.nodes[u], dag.users[u].len())
-                    && dag.inputs[u].iter().all(|&x| inside(x) || self.bind.contains(&x))
-                {
-                    joined.push(u);
                 } else {
-                    why = Some(format!(
+                    why = why.or_else(|| Some(format!(
                         "{} (pattern node `{}`) is also read by {} outside the occurrence; only the pattern's outputs may be",
                         at(g, t),
                         pat.nodes[q].name,
                         at(g, u)
-                    ));
+                    )));
                     break 'nodes;
                 }
             }
             if pat.is_output[q] && !read_outside {
-                why = Some(format!("{} (pattern output `{}`) is not used outside the occurrence", at(g, t), pat.nodes[q].name));
+                why = why.or_else(|| Some(format!("{} (pattern output `{}`) is not used outside the occurrence", at(g, t), pat.nodes[q].name)));
                 break;
             }
         }
