@@ -26,13 +26,13 @@ pub fn absorb(g: &Graph, dag: &Dag, candidates: &mut [Candidate]) {
         }
     }
     let only = check_only(g, dag);
-    for r in 0..candidates.len() {
-        if !matches!(candidates[r].verdict, Verdict::Pending) {
+    for (r, c) in candidates.iter_mut().enumerate() {
+        if !matches!(c.verdict, Verdict::Pending) {
             continue;
         }
         let inside = |x: usize| owner[x] == Some(r);
         let free = |x: usize| owner[x].is_none();
-        let found = chains(dag, &only, &candidates[r].region.members, &inside, &free);
+        let found = chains(dag, &only, &c.region.members, &inside, &free);
         let mut moved: Vec<usize> = Vec::new();
         let mut refusal = None;
         for chain in &found {
@@ -48,7 +48,6 @@ pub fn absorb(g: &Graph, dag: &Dag, candidates: &mut [Candidate]) {
             }
             moved.extend(&chain.nodes);
         }
-        let c = &mut candidates[r];
         if let Some(why) = refusal {
             c.refuse(why);
             continue;

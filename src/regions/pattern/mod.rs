@@ -111,7 +111,7 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Da
 
 /// "closest match: ..." text for a pattern that occurs nowhere.
 fn describe_near(p: &Pattern, g: &Graph, n: &search::Near) -> String {
-    let node = |i: usize| search::at(g, i);
+    let node = |i: usize| crate::regions::checks::at(g, i);
     let pn = &p.nodes[n.pattern_node];
     let how_far = if n.matched == p.nodes.len() {
         format!("all {} pattern ops line up from {}, but", n.matched, node(n.anchor))

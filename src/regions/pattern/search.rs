@@ -100,7 +100,7 @@ fn lit_eq(a: &Arg, b: &Arg) -> bool {
     }
 }
 
-pub(crate) use crate::regions::checks::at;
+use crate::regions::checks::at;
 
 fn dim_poly(d: &Dim) -> Option<Poly> {
     match d {
