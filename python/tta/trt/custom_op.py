@@ -37,6 +37,8 @@ class CustomOp:
 
     signature: custom_op_schema.OpSignature
     kernels: tuple
+    # How the converter was registered: capability_validator, priority, supports_dynamic_shapes.
+    converter: tuple = ()
     variants: dict[tuple, str] = field(default_factory=dict)  # variant key -> plugin name
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -180,27 +182,35 @@ def custom_op(
                 )
     # Attribute types the installed plugin package cannot carry are refused now, by name.
     qdp.check_attributes([a.attribute for a in sig.attributes], where)
+    converter = (capability_validator, priority, supports_dynamic_shapes)
     with _lock:
         if op_name in _ops:
             # Registration is process-wide: the same call again (a re-run cell) is a no-op,
-            # other kernels for the op an error.
-            if _ops[op_name].kernels == kernels:
-                return _ops[op_name]
+            # other kernels or converter arguments an error (neither would take effect).
+            before = _ops[op_name]
+            if before.kernels == kernels and _same_converter(before.converter, converter):
+                return before
+            what = "kernels" if before.kernels != kernels else "converter arguments"
             raise PluginError(
-                f"tta.custom_op({op_name!r}) was already called with other kernels ({_ops[op_name].kernels}); "
+                f"{where} was already called with other {what} ({before.kernels if what == 'kernels' else before.converter}); "
                 "TensorRT plugins and converters cannot be replaced within a process"
             )
-        entry = CustomOp(signature=sig, kernels=kernels)
+        entry = CustomOp(signature=sig, kernels=kernels, converter=converter)
         _ops[op_name] = entry
     import importlib.util
 
     # Without Torch-TensorRT there is no converter to register; the plugins still serve
     # TensorRT's own network API (``trtp.op.tta.<variant>``, ``CustomOp.plugin_name``).
     if importlib.util.find_spec("torch_tensorrt") is not None:
-        from . import converter
+        from . import converter as trt_converter
 
-        converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
+        trt_converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
     return entry
+
+
+def _same_converter(a: tuple, b: tuple) -> bool:
+    # The validator by identity (functions have no other equality); the rest by value.
+    return a[0] is b[0] and a[1:] == b[1:]
 
 
 def all_defined() -> list[CustomOp]:

@@ -21,7 +21,7 @@ from tta.trt import custom_op as co, qdp
 
 
 _lib = torch.library.Library("tta_api", "FRAGMENT")
-for _name in ("mul_specs", "mul_static", "mul_kwargs", "mul_positional", "mul_documented"):
+for _name in ("mul_specs", "mul_static", "mul_kwargs", "mul_positional", "mul_documented", "mul_again"):
     _lib.define(f"{_name}(Tensor x, Tensor y) -> Tensor")
     _lib.impl(_name, lambda x, y: x * y, "CompositeExplicitAutograd")
     torch.library.register_fake(f"tta_api::{_name}", lambda x, y: torch.empty_like(x), lib=_lib)
@@ -196,3 +196,16 @@ def test_broadcasting_over_dynamic_dims_shares_the_symbol(standin_trt):
     (k,) = call["layer"].kernels[0]
     for rows, cols in ((2, 2), (64, 512), (7, 33)):
         assert k.launch_values([(rows, cols), (cols,)])["grid_x"] == -(-rows * cols // 256)
+
+
+
+def test_calling_again_with_other_converter_arguments_is_refused():
+    from torch_tensorrt.dynamo.conversion._ConverterRegistry import ConverterPriority
+
+    # The converter is registered once per process: other arguments would not take effect.
+    spec = tta.triton(ex.launch_pair, configs=[{"BLOCK": 256}])
+    first = tta.custom_op("tta_api::mul_again", kernel=spec)
+    assert tta.custom_op("tta_api::mul_again", None, ConverterPriority.STANDARD, True, kernel=spec) is first
+    for args in ((lambda node, settings: True,), (None, ConverterPriority.HIGH), (None, ConverterPriority.STANDARD, False)):
+        with pytest.raises(tta.PluginError, match=r"tta_api::mul_again.*already called with other converter arguments"):
+            tta.custom_op("tta_api::mul_again", *args, kernel=spec)
