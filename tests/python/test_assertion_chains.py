@@ -67,6 +67,27 @@ def test_checks_of_a_count_inside_the_pattern_join_it(strict, decompose):
     assert raised(res.program.module(), bad) == raised(ep.module(), bad)
 
 
+class Nonzero(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x).view(-1, 2) * 2
+
+
+def test_checks_of_a_data_dependent_size_join_the_pattern():
+    # `sym_size(nonzero) -> ge/le -> _assert_scalar`: the count's checks read the occurrence only.
+    dims = ({0: torch.export.Dim("a", min=2, max=64), 1: torch.export.Dim("b", min=2, max=64)},)
+    ep = torch.export.export(Nonzero(), (torch.randn(3, 5),), dynamic_shapes=dims).run_decompositions()
+    sel = tta.lower_pattern(Nonzero(), tta.custom_plugin(name="nonzero_pairs"), (torch.randn(2, 4),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sel.apply(ep, on_refused="keep")
+    (region,) = res.outlined
+    checks = [n.name for n in ep.graph.nodes if n.target in CHECKS]
+    sizes = [n.name for n in ep.graph.nodes if n.target == torch.ops.aten.sym_size.int and n.args[0].name == "nonzero"]
+    assert checks and sizes and set(checks + sizes) <= set(region.nodes), (checks, sizes, region.nodes)
+    for x in (torch.randn(3, 5), torch.randn(7, 9)):
+        assert torch.equal(res.program.module()(x), Nonzero()(x))
+
+
 def test_a_check_against_a_value_the_pattern_does_not_take_refuses_it():
     x, y = torch.randn(4, 8), torch.randn(6)
     ep = torch.export.export(CountBoundBySize(), (x, y), dynamic_shapes=({}, {0: torch.export.Dim("m", max=64)}))
