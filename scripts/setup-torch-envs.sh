@@ -14,6 +14,7 @@ PY=${PYTHON:-python3}
 make_env() {  # make_env DIR PIP-ARGS...
   local dir=$1; shift
   if [ ! -x "$dir/bin/python" ]; then
+    bash scripts/need-disk.sh 8 "$dir"
     echo "== creating $dir"
     "$PY" -m venv "$dir"
   fi

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  bash scripts/need-disk.sh 10 ".venv (torch, triton, cuTile, CuTeDSL, tileiras)"
   echo "== creating .venv"
   "$PY" -m venv .venv
 fi
