@@ -19,6 +19,7 @@ from .errors import (
     AnnotationError,
     EagerFallbackWarning,
     GraphError,
+    PackageRuntimeWarning,
     PluginError,
     RegionRefusedError,
     RegionRefusedWarning,
@@ -50,7 +51,7 @@ _LAZY = {
     "triton": "specs",
 }
 
-_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "PluginError", "RegionRefusedError",
+_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "PackageRuntimeWarning", "PluginError", "RegionRefusedError",
            "RegionRefusedWarning", "TTAError"]
 __all__ = sorted([*_ERRORS, *_LAZY])
 

@@ -45,5 +45,10 @@ class RegionRefusedWarning(UserWarning):
     """``on_refused="warn"``: the same message as ``RegionRefusedError``, as a warning."""
 
 
+class PackageRuntimeWarning(UserWarning):
+    """An AOTInductor package was written in a form known to crash when it is loaded (it carries
+    its own copy of libstdc++): the package is kept, the warning says why and what to change."""
+
+
 class EagerFallbackWarning(UserWarning):
     """A ``tta::<op>`` ran its region body instead of the plugin's kernel on CUDA inputs."""

@@ -6,9 +6,12 @@ fresh process, and the errors. The GPU runs are in test_gpu_backends.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
+import zipfile
 
 import pytest
 import torch
@@ -16,6 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 import tta
 from tta.errors import PluginError
+from tta.inductor import package_check
 from tta.inductor import program as lowering
 from tta.inductor.compile import _lowered
 
@@ -213,12 +217,46 @@ _LOAD = textwrap.dedent(
 
 def test_aot_compile_package_loads_in_a_fresh_process_without_tta(tmp_path):
     x, y = torch.randn(4, 33), torch.randn(4, 33)
-    package = tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.pt2", _dyn())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        package = tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.pt2", _dyn())
+    # A package built by this machine's compiler needs the shared libstdc++, like torch.
+    assert not [w for w in caught if issubclass(w.category, tta.PackageRuntimeWarning)]
     assert os.path.isfile(package.path) and package.tta_report.backend == "aot_inductor"
     assert [r.runs for r in package.tta_report.regions] == [lowering.REGION_BODY]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     r = subprocess.run([sys.executable, "-c", _LOAD, package.path], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
+
+
+# Built on the GPU machine, whose g++ linked libstdc++ into it; aoti_load_package crashed on it there.
+_PRIVATE_LIBSTDCXX_PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "gpu-probes", "relu_cpu.pt2")
+
+
+def test_package_check_finds_a_private_libstdcxx_and_nothing_else():
+    flagged = package_check.libraries_with_private_libstdcxx(_PRIVATE_LIBSTDCXX_PACKAGE)
+    assert len(flagged) == 1 and flagged[0].endswith(".wrapper.so")
+    with zipfile.ZipFile(_PRIVATE_LIBSTDCXX_PACKAGE) as z:
+        so = package_check.read_shared_object(z.read(flagged[0]))
+    assert so.defines_libstdcxx and "libtorch.so" in so.needed and not any("stdc++" in n for n in so.needed)
+    with open(os.path.join(os.path.dirname(tta.__file__), "_core.abi3.so"), "rb") as f:
+        data = f.read()
+    ours = package_check.read_shared_object(data)
+    assert "libc.so.6" in ours.needed and not ours.private_libstdcxx
+    for broken in (b"", b"not an ELF file", data[:100]):
+        assert package_check.read_shared_object(broken) is None
+
+
+def test_aot_compile_warns_when_its_package_carries_its_own_libstdcxx(monkeypatch, tmp_path):
+    def package_like_the_gpu_machine(program, package_path, inductor_configs=None):
+        shutil.copyfile(_PRIVATE_LIBSTDCXX_PACKAGE, package_path)
+        return package_path
+
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", package_like_the_gpu_machine)
+    x, y = torch.randn(4, 33), torch.randn(4, 33)
+    with pytest.warns(tta.PackageRuntimeWarning, match=r"wrapper\.so with its own copy of libstdc\+\+"):
+        package = tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.pt2", _dyn())
+    assert os.path.isfile(package.path)
 
 
 def test_unknown_backend_and_bad_package_path_are_errors(tmp_path):

@@ -10,14 +10,16 @@ op to its Triton op or its region body), then ``torch.compile`` of the program's
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 from torch.export import ExportedProgram
 
-from ..errors import PluginError
+from ..errors import PackageRuntimeWarning, PluginError
 from ..rewrite import rewrite
+from .package_check import libraries_with_private_libstdcxx
 from .program import BackendReport, lower
 
 
@@ -125,6 +127,17 @@ class AOTPackage:
         return f"{self.path}\n{self.tta_report}"
 
 
+def _warn_if_private_libstdcxx(package_path: str) -> None:
+    private = libraries_with_private_libstdcxx(package_path)
+    if private:
+        warnings.warn(
+            f"tta.aot_compile: {package_path} holds {', '.join(private)} with its own copy of libstdc++ linked "
+            "in (it does not load libstdc++.so.6); such packages crashed aoti_load_package where they were "
+            "seen (tta's docs/gpu-results.md). Point CXX at a g++ that links libstdc++.so.6 (e.g. "
+            "docs/gpu-probes/dyn-g++, or install the compiler's libstdc++ development files) and compile again.",
+            PackageRuntimeWarning, stacklevel=3)
+
+
 def aot_compile(
     model: torch.nn.Module | ExportedProgram,
     example_inputs: Sequence[Any],
@@ -143,4 +156,5 @@ def aot_compile(
         raise PluginError(f"tta.aot_compile: the package path must end in .pt2, got {path!r}")
     program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "aot_inductor")
     out = torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=inductor_configs)
+    _warn_if_private_libstdcxx(out)
     return AOTPackage(path=out, tta_report=report, program=program)
