@@ -19,6 +19,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 import tta
 from tta.errors import PluginError
+from tta.inductor import compile as inductor_compile
 from tta.inductor import package_check
 from tta.inductor import program as lowering
 from tta.inductor.compile import _lowered
@@ -247,8 +248,11 @@ def test_package_check_finds_a_private_libstdcxx_and_nothing_else():
         assert package_check.read_shared_object(broken) is None
 
 
-def test_aot_compile_warns_when_its_package_carries_its_own_libstdcxx(monkeypatch, tmp_path):
+def test_aot_compile_warns_when_its_package_keeps_its_own_libstdcxx(monkeypatch, tmp_path):
+    compilers = []
+
     def package_like_the_gpu_machine(program, package_path, inductor_configs=None):
+        compilers.append(torch._inductor.config.cpp.cxx)
         shutil.copyfile(_PRIVATE_LIBSTDCXX_PACKAGE, package_path)
         return package_path
 
@@ -257,6 +261,48 @@ def test_aot_compile_warns_when_its_package_carries_its_own_libstdcxx(monkeypatc
     with pytest.warns(tta.PackageRuntimeWarning, match=r"wrapper\.so with its own copy of libstdc\+\+"):
         package = tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.pt2", _dyn())
     assert os.path.isfile(package.path)
+    # Packaged a second time with tta's compiler script before giving up.
+    assert len(compilers) == 2 and compilers[1] != compilers[0]
+    assert open(compilers[1][0]).read().startswith("#!/bin/sh\n# Written by tta.aot_compile")
+
+
+_STATIC_LIBSTDCXX_GXX = """#!/bin/sh
+# g++ that copies libstdc++ into every shared object, as the GPU machine's toolchain did.
+for a in "$@"; do
+  if [ "$a" = -shared ]; then exec g++ "$@" -static-libstdc++; fi
+done
+exec g++ "$@"
+"""
+
+
+def test_aot_compile_links_a_package_again_when_the_toolchain_copies_libstdcxx_into_it(monkeypatch, tmp_path):
+    gxx = tmp_path / "static-g++"
+    gxx.write_text(_STATIC_LIBSTDCXX_GXX)
+    gxx.chmod(0o755)
+    monkeypatch.setattr(torch._inductor.config.cpp, "cxx", (str(gxx),))
+    private_after_each = []
+    real_package = inductor_compile._package
+
+    def package_and_check(program, path, inductor_configs):
+        out = real_package(program, path, inductor_configs)
+        private_after_each.append(bool(package_check.libraries_with_private_libstdcxx(out)))
+        return out
+
+    monkeypatch.setattr(inductor_compile, "_package", package_and_check)
+    x, y = torch.randn(4, 33), torch.randn(4, 33)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        package = tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.pt2", _dyn())
+    assert not [w for w in caught if issubclass(w.category, tta.PackageRuntimeWarning)]
+    # The toolchain really made a private copy; the second link uses the process's libstdc++.so.6.
+    assert private_after_each == [True, False] and package.relinked_libstdcxx
+    with zipfile.ZipFile(package.path) as z:
+        libraries = [n for n in z.namelist() if n.endswith(".so")]
+        needed = [package_check.read_shared_object(z.read(n)).needed for n in libraries]
+    assert needed and all("libstdc++.so.6" in n for n in needed)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", _LOAD, package.path], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
 
 
 def test_unknown_backend_and_bad_package_path_are_errors(tmp_path):

@@ -21,6 +21,7 @@ from ..errors import PackageRuntimeWarning, PluginError
 from ..rewrite import rewrite
 from .package_check import libraries_with_private_libstdcxx
 from .program import BackendReport, lower
+from .shared_libstdcxx import compiler_linking, loaded_libstdcxx
 
 
 def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: bool) -> ExportedProgram:
@@ -112,11 +113,14 @@ def compile_inductor(
 
 @dataclass
 class AOTPackage:
-    """What ``tta.aot_compile`` returns: the package path and the per-region report."""
+    """What ``tta.aot_compile`` returns: the package path and the per-region report.
+    ``relinked_libstdcxx``: the toolchain had copied a private libstdc++ into the package, so it
+    was linked again against this process's ``libstdc++.so.6`` (``shared_libstdcxx.py``)."""
 
     path: str
     tta_report: BackendReport
     program: ExportedProgram
+    relinked_libstdcxx: bool = False
 
     def load(self, **kwargs: Any):
         """``torch._inductor.aoti_load_package`` of the package (any process can do this
@@ -127,14 +131,33 @@ class AOTPackage:
         return f"{self.path}\n{self.tta_report}"
 
 
+def _package(program: ExportedProgram, path: str, inductor_configs: dict | None) -> str:
+    return torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=inductor_configs)
+
+
+def _package_with_shared_libstdcxx(program: ExportedProgram, path: str, inductor_configs: dict | None) -> str | None:
+    """The package built again with the user's compiler linking this process's libstdc++.so.6
+    (``shared_libstdcxx.py``); None where this process has no libstdc++.so.6 to name."""
+    libstdcxx = loaded_libstdcxx()
+    if libstdcxx is None:
+        return None
+    from torch._inductor import config, cpp_builder
+
+    cxx = compiler_linking(cpp_builder.get_cpp_compiler(), libstdcxx)
+    # No cache may hand back the objects linked the first time.
+    with config.patch({"cpp.cxx": (cxx,), "force_disable_caches": True}):
+        return _package(program, path, inductor_configs)
+
+
 def _warn_if_private_libstdcxx(package_path: str) -> None:
     private = libraries_with_private_libstdcxx(package_path)
     if private:
         warnings.warn(
             f"tta.aot_compile: {package_path} holds {', '.join(private)} with its own copy of libstdc++ linked "
-            "in (it does not load libstdc++.so.6); such packages crashed aoti_load_package where they were "
-            "seen (tta's docs/gpu-results.md). Point CXX at a g++ that links libstdc++.so.6 (e.g. "
-            "docs/gpu-probes/dyn-g++, or install the compiler's libstdc++ development files) and compile again.",
+            "in (it does not load libstdc++.so.6), also when linked again against this process's "
+            "libstdc++.so.6; such packages crashed aoti_load_package where they were seen (tta's "
+            "docs/gpu-results.md). Point CXX at a g++ that links libstdc++ as a shared library (install "
+            "the compiler's libstdc++ development files) and compile again.",
             PackageRuntimeWarning, stacklevel=3)
 
 
@@ -155,6 +178,11 @@ def aot_compile(
     if not path.endswith(".pt2"):
         raise PluginError(f"tta.aot_compile: the package path must end in .pt2, got {path!r}")
     program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "aot_inductor")
-    out = torch._inductor.aoti_compile_and_package(program, package_path=path, inductor_configs=inductor_configs)
-    _warn_if_private_libstdcxx(out)
-    return AOTPackage(path=out, tta_report=report, program=program)
+    out = _package(program, path, inductor_configs)
+    relinked = None
+    if libraries_with_private_libstdcxx(out):
+        # The toolchain linked a private libstdc++ into the package: link it again against the
+        # process's own, which is what a package needs to load next to torch.
+        relinked = _package_with_shared_libstdcxx(program, path, inductor_configs)
+    _warn_if_private_libstdcxx(relinked or out)
+    return AOTPackage(path=relinked or out, tta_report=report, program=program, relinked_libstdcxx=relinked is not None)
