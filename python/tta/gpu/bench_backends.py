@@ -55,8 +55,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(c.name for c in models.cases("bench")))
     ap.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
     ap.add_argument("--reps", type=int, default=200)
-    # Where aoti_load_package itself crashes (it does for any package, tta's or not, on some
-    # torch/driver pairs), the other three variants can still be measured.
+    # Leaves the AOT package's compile time (the longest) out where only the other three matter.
     ap.add_argument("--no-aoti", action="store_true", help="leave out the AOTInductor variant")
     args = ap.parse_args(argv)
     dtype = getattr(torch, args.dtype)
