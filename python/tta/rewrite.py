@@ -30,6 +30,7 @@ from . import selectors as _selectors
 from .aot.eager import run as launch
 from .core import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
 from .errors import GraphError
+from .graph_copy import copy_graph
 from .plugin import Plugin, declarations, lookup
 
 # Node meta copied from a region's first op onto the node replacing it; the serializer reads
@@ -212,15 +213,8 @@ def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
 
 
 def _copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
-    """A copy of ``g`` with the same node names. fx's copy renames a node whose name shadows a
-    Python builtin (``input``, the argument of every ``nn.Sequential``), which torch.export
-    allows; the program's signature still names the original, so restore it."""
-    new = copy.deepcopy(g)
-    for old, n in zip(g.nodes, new.nodes):
-        if n.name != old.name:
-            n.name = old.name
-            new._graph_namespace._rename_object(n, old.name)
-    return new
+    """A copy of ``g`` with the same node names (``graph_copy.py``)."""
+    return copy_graph(g)
 
 
 def _weight_names(program: Any) -> frozenset[str]:
