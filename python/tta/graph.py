@@ -228,10 +228,14 @@ def value_text(v: Any) -> str:
     return _json(encode_value(v))
 
 
+_Node = torch.fx.Node
+
+
 def arg_text(a: Any) -> str:
     """A node argument -> JSON text (``encode_arg``'s JSON)."""
-    if isinstance(a, torch.fx.Node):
-        return '{"ref":' + _text(a.name) + "}"
+    if isinstance(a, _Node):
+        name = a.name
+        return '{"ref":"' + name + '"}' if name.isidentifier() and name.isascii() else '{"ref":' + json.dumps(name) + "}"
     t = type(a)
     if t is int:
         return str(a)
