@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import copy
 import operator
 import threading
 import time
