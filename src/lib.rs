@@ -14,4 +14,9 @@ pub mod regions;
 #[cfg(feature = "python")]
 mod python;
 
+// Only in the extension module: the Rust-only library leaves the allocator to its user.
+#[cfg(feature = "python")]
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub use error::{Error, ErrorKind, Result};

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx.immutable_collections import immutable_list
 
 from .annotate import TAG_PREFIX
 
@@ -227,16 +228,20 @@ def value_text(v: Any) -> str:
     return _json(encode_value(v))
 
 
+_Node = torch.fx.Node
+
+
 def arg_text(a: Any) -> str:
     """A node argument -> JSON text (``encode_arg``'s JSON)."""
-    if isinstance(a, torch.fx.Node):
-        return '{"ref":' + _text(a.name) + "}"
+    if isinstance(a, _Node):
+        name = a.name
+        return '{"ref":"' + name + '"}' if name.isidentifier() and name.isascii() else '{"ref":' + json.dumps(name) + "}"
     t = type(a)
     if t is int:
         return str(a)
     if t is float and a - a == 0:  # finite: JSON's own float text
         return float.__repr__(a)
-    if t is tuple or t is list:
+    if t is tuple or t is list or t is immutable_list:
         return "[" + ",".join([arg_text(x) for x in a]) + "]"
     if a is None:
         return "null"
@@ -264,6 +269,9 @@ _LITERAL_TEXT: dict[tuple, str] = {}
 # OpOverload hashes in Python, which costs more than the lookup; the entry keeps the target
 # alive, so its id cannot be reused.
 _TARGET_INFOS: dict[int, tuple[Any, "_TargetInfo"]] = {}
+# `"module"` + `"module_stack"` members by the stack's entries: every export of a model repeats
+# the same few stacks.
+_STACK_TEXT: dict[tuple, str] = {}
 # `"source"` members by stack trace text (the same trace recurs on every op of a source line).
 _SOURCE_TEXT: dict[str, str] = {}
 _CALLS = frozenset(("call_function", "call_method", "call_module", "get_attr"))
@@ -286,7 +294,6 @@ class Serializer:
         self._heads: dict[int, tuple] = {}
         self._vals: dict[int, tuple[Any, str]] = {}
         self._stacks: dict[int, tuple[dict, str]] = {}
-        self._stack_texts: dict[tuple, str] = {}
         self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, str]] = {}
         self.regions: dict[str, dict] = {}
         self._weights = weights
@@ -339,14 +346,14 @@ class Serializer:
             return cached[1]
         try:
             key = tuple(stack.items())
-            text = self._stack_texts.get(key)
+            text = _STACK_TEXT.get(key)
         except TypeError:  # an unhashable entry
             key, text = None, None
         if text is None:
             entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
             text = ',"module":' + _json(entries[-1]) + ',"module_stack":' + _json(entries)
             if key is not None:
-                self._stack_texts[key] = text
+                _STACK_TEXT[key] = text
         self._stacks[id(stack)] = (stack, text)
         return text
 

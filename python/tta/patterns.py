@@ -106,21 +106,20 @@ class PatternSelector:
         unless ``pin_sizes``) exports with dynamic dims."""
         symbolic = not self.pin_sizes if symbolic is None else symbolic
         key = (decomposed, dtype, symbolic)
-        doc = self._docs.get(key)
+        # Keyed by what decides the graph, looked up each time: the pattern may have changed in
+        # place (its code, closure, defaults, a module's weights) since the last rewrite. Another
+        # selector of the same pattern and examples (a second `lower_pattern` call) shares it.
+        full = (key, _examples_key(self.pattern, self.example_inputs, self.example_kwargs))
+        try:
+            hash(full)
+            cache = _export_cache(self.pattern)
+        except TypeError:  # an example that does not hash: this selector's exports, by form
+            full, cache = key, None
+        if cache is None:
+            cache = self._docs
+        doc = cache.get(full)
         if doc is None:
-            # Another selector of the same pattern and examples (a second `lower_pattern` call)
-            # exported this form already.
-            shared = _export_cache(self.pattern)
-            full = (key, _examples_key(self.pattern, self.example_inputs, self.example_kwargs))
-            try:
-                doc = shared.get(full) if shared is not None else None
-            except TypeError:  # an example that does not hash
-                shared = None
-            if doc is None:
-                doc = self._export(decomposed, dtype, symbolic)
-                if shared is not None:
-                    shared[full] = doc
-            self._docs[key] = doc
+            doc = cache[full] = self._export(decomposed, dtype, symbolic)
         return doc
 
     def forms(self, decomposed: bool, target_dtypes: Sequence[torch.dtype] = ()) -> list[dict]:

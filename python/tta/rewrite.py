@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import copy
 import operator
 import threading
 import time
@@ -22,14 +21,14 @@ import torch
 import torch.fx
 from torch import nn
 from torch.export import ExportedProgram
-from torch.export import exported_program as _exported
-from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from . import core, graph, markers, ops, refusals
 from . import selectors as _selectors
 from .aot.eager import run as launch
 from .core import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
 from .errors import GraphError
+from .exported import with_new_graph
+from .graph_copy import copy_graph
 from .plugin import Plugin, declarations, lookup
 
 # Node meta copied from a region's first op onto the node replacing it; the serializer reads
@@ -163,46 +162,6 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], move
         nodes[mv.after].append(nodes[mv.node])
 
 
-# What ExportedProgram.__init__ sets. `with_new_graph` builds a program field by field only
-# when the given one has exactly these (the constructor's own path otherwise).
-_PROGRAM_FIELDS = frozenset(("_graph_module", "_graph_signature", "_state_dict", "_range_constraints", "_module_call_graph",
-                             "_example_inputs", "_constants", "_verifiers", "_guards_code"))
-
-
-def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
-    """A new ExportedProgram over the rewritten graph (the original module is the root its
-    attributes come from), with output specs following renamed nodes.
-
-    It is what ExportedProgram's constructor builds, except that the module's Python code is
-    generated when first used (a lazy GraphModule, as inductor's passes use): generating it for
-    a model-sized graph costs more than the whole rewrite, and a program handed to a compiler
-    is often never run as Python. The verifier still runs."""
-    sig = copy.deepcopy(ep.graph_signature)
-    out_node = next(n for n in reversed(g.nodes) if n.op == "output")
-    for spec, arg in zip(sig.output_specs, out_node.args[0]):
-        if isinstance(arg, torch.fx.Node) and hasattr(spec.arg, "name"):
-            spec.arg.name = arg.name
-    range_constraints = copy.deepcopy(ep.range_constraints)
-    module_call_graph = copy.deepcopy(ep._module_call_graph)
-    if set(vars(ep)) != _PROGRAM_FIELDS:
-        return ExportedProgram(root=ep.graph_module, graph=g, graph_signature=sig, state_dict=ep.state_dict,
-                               range_constraints=range_constraints, module_call_graph=module_call_graph,
-                               example_inputs=ep.example_inputs, constants=ep.constants, verifiers=ep.verifiers)
-    g._codegen = torch.fx.graph.CodeGen()  # a flat graph, as the constructor makes it
-    gm = _LazyGraphModule(ep.graph_module, g)
-    gm.meta.update(ep.graph_module.meta)
-    _exported._common_getitem_elimination_pass(gm, sig, module_call_graph)
-    new = copy.copy(ep)
-    new._graph_module = gm
-    new._graph_signature = sig
-    new._range_constraints = range_constraints
-    new._module_call_graph = module_call_graph
-    new.validate()
-    # meta_impls ran under the program's shape environment and may have added guards.
-    new._guards_code = _exported._convert_guards_to_code(gm)
-    return new
-
-
 def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
     if isinstance(program, ExportedProgram):
         return program.graph
@@ -212,15 +171,8 @@ def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
 
 
 def _copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
-    """A copy of ``g`` with the same node names. fx's copy renames a node whose name shadows a
-    Python builtin (``input``, the argument of every ``nn.Sequential``), which torch.export
-    allows; the program's signature still names the original, so restore it."""
-    new = copy.deepcopy(g)
-    for old, n in zip(g.nodes, new.nodes):
-        if n.name != old.name:
-            n.name = old.name
-            new._graph_namespace._rename_object(n, old.name)
-    return new
+    """A copy of ``g`` with the same node names (``graph_copy.py``)."""
+    return copy_graph(g)
 
 
 def _weight_names(program: Any) -> frozenset[str]:

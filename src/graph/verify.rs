@@ -10,6 +10,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::expr;
 use std::collections::HashMap;
 
+/// Node name -> position. Names are short and looked up once per argument of every node:
+/// a fast non-cryptographic hash (the graph comes from the user's own program).
+pub type NameIndex<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
+
 /// torch dtypes by the name `str(dtype)` gives without the `torch.` prefix.
 pub const KNOWN_DTYPES: &[&str] = &[
     "float32", "float64", "float16", "bfloat16", "complex32", "complex64", "complex128", "uint8", "uint16",
@@ -24,7 +28,7 @@ fn err(node: &Node, message: impl Into<String>) -> Error {
 /// What verification resolved on the way: the name -> position index, and each node's distinct
 /// producers in first-use order (the dataflow edges, so `Dag` needs no second lookup pass).
 pub struct Verified<'a> {
-    pub index: HashMap<&'a str, usize>,
+    pub index: NameIndex<'a>,
     pub inputs: Vec<Vec<usize>>,
 }
 
@@ -36,7 +40,7 @@ pub fn verify(g: &Graph) -> Result<Verified<'_>> {
             format!("expected format {FORMAT:?} version {VERSION}, got {:?} version {}", g.format, g.version),
         ));
     }
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(g.nodes.len());
+    let mut index = NameIndex::with_capacity_and_hasher(g.nodes.len(), Default::default());
     let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(g.nodes.len());
     let mut outputs = 0;
     for (i, node) in g.nodes.iter().enumerate() {

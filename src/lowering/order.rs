@@ -1,9 +1,10 @@
 //! Keep the node list topologically ordered after outlining, with as little movement as possible.
 
+use crate::graph::verify::NameIndex;
 use crate::graph::Graph;
 use std::cmp::Reverse;
 use serde::Serialize;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 /// One step Python replays after the edits: put `node` right after `after`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -18,7 +19,7 @@ pub struct Move {
 /// Returns no moves and no order when the order was valid.
 pub fn legalize(g: &mut Graph) -> (Vec<Move>, Option<Vec<usize>>) {
     let n = g.nodes.len();
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
+    let mut index = NameIndex::with_capacity_and_hasher(n, Default::default());
     let mut valid = true;
     for (i, node) in g.nodes.iter().enumerate() {
         node.args.iter().chain(node.kwargs.values()).for_each(|a| a.for_each_ref(&mut |r| valid &= index.contains_key(r)));

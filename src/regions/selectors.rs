@@ -7,10 +7,11 @@ use super::candidate::{Candidate, Verdict};
 use super::modules::{self, ModuleSelector};
 use super::pattern::{self, PatternSelector, Unmatched};
 use crate::error::{Error, ErrorKind, Result};
+use crate::graph::verify::NameIndex;
 use crate::graph::{Dag, Graph};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// The `selectors_json` argument of `analyze`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -31,7 +32,7 @@ pub fn from_json(text: &str) -> Result<Selectors> {
 /// the search itself is already `Refused` and skips validation (and the overlap check), so a
 /// refusal there never takes a valid region down with it.
 /// Patterns that occur nowhere come back too, each with its closest partial match.
-pub fn select(g: &Graph, index: &HashMap<&str, usize>, dag: &Dag, sel: &Selectors) -> Result<(Vec<Candidate>, Vec<Unmatched>)> {
+pub fn select(g: &Graph, index: &NameIndex, dag: &Dag, sel: &Selectors) -> Result<(Vec<Candidate>, Vec<Unmatched>)> {
     let mut out: Vec<Candidate> = modules::select(g, &sel.modules)?.into_iter().map(Candidate::new).collect();
     let labels = pattern_labels(&sel.patterns);
     let compiled: Vec<Vec<pattern::Pattern>> = sel

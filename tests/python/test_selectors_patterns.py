@@ -247,3 +247,33 @@ def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decompos
     module.weight = nn.Parameter(torch.ones(16))  # other weight shapes: another graph
     tta.lower_pattern(module, sm.rmsnorm, (torch.randn(1, 8, 16),)).graph_doc(True)
     assert len(exports) == n + 1
+
+
+def test_a_pattern_changed_in_place_is_exported_again(llama_decomposed, monkeypatch):
+    from tta.patterns import PatternSelector
+
+    _, _, _, ep = llama_decomposed
+    exports = []
+    real = PatternSelector._export
+
+    def counting(self, *args):
+        exports.append(self.name)
+        return real(self, *args)
+
+    monkeypatch.setattr(PatternSelector, "_export", counting)
+
+    def rms(x, w):  # a fresh function: nothing cached from other tests
+        return (torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x) * w
+
+    def not_in_llama(x, w):
+        return torch.relu(x) * w
+
+    sel = tta.lower_pattern(rms, sm.rmsnorm, example_rms())
+    assert len(sel.apply(ep).outlined) == 5
+    n = len(exports)
+    assert len(sel.apply(ep).outlined) == 5 and len(exports) == n  # unchanged: the export is reused
+    rms.__code__ = not_in_llama.__code__
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the new pattern occurs nowhere
+        assert sel.apply(ep, on_refused="keep").outlined == []
+    assert len(exports) > n, "the changed function was not exported again"

@@ -33,8 +33,8 @@ pub use compile::Pattern;
 pub use selector::{PatternSelector, PortOrder, Unmatched};
 
 use super::{Origin, Region};
+use crate::graph::verify::NameIndex;
 use crate::graph::{Dag, Graph};
-use std::collections::HashMap;
 
 /// The occurrences of one pattern: each region with the boundary order it fixes (valid) or the
 /// reason (refused by the search); when there is none, the closest partial match.
@@ -46,7 +46,7 @@ pub struct Found {
 /// Every non-overlapping occurrence in `g` of any of `forms` (one pattern traced in several
 /// dtypes): valid ones first, claimed greedily in anchor order, form by form (largest form
 /// first), then refused ones that overlap nothing claimed; ids number them in anchor order.
-pub fn find(forms: &[Pattern], g: &Graph, index: &HashMap<&str, usize>, dag: &Dag) -> Found {
+pub fn find(forms: &[Pattern], g: &Graph, index: &NameIndex, dag: &Dag) -> Found {
     let mut claimed = vec![false; g.nodes.len()];
     let checks = crate::regions::checks::check_only(g, dag);
     let mut valid: Vec<search::Occurrence> = Vec::new();

@@ -10,6 +10,7 @@
 use super::compile::{PArg, PRef, Pattern, Step};
 use crate::regions::checks;
 use crate::expr::{self, Poly};
+use crate::graph::verify::NameIndex;
 use crate::graph::{Arg, Dag, Dim, Graph, Value};
 use super::selector::PortOrder;
 use std::collections::HashMap;
@@ -60,7 +61,7 @@ enum Undo {
 pub(crate) struct Search<'a> {
     pat: &'a Pattern,
     g: &'a Graph,
-    index: &'a HashMap<&'a str, usize>,
+    index: &'a NameIndex<'a>,
     dag: &'a Dag,
     /// Nodes only checks read (`checks::check_only`).
     checks: &'a [bool],
@@ -111,7 +112,7 @@ fn dim_poly(d: &Dim) -> Option<Poly> {
 
 impl<'a> Search<'a> {
     /// `claimed`: nodes taken by occurrences found before (of another form of the pattern).
-    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a HashMap<&'a str, usize>, dag: &'a Dag, checks: &'a [bool], claimed: Vec<bool>) -> Self {
+    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a NameIndex<'a>, dag: &'a Dag, checks: &'a [bool], claimed: Vec<bool>) -> Self {
         Search {
             pat,
             g,

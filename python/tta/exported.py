@@ -1,0 +1,89 @@
+"""The ExportedProgram ``tta.rewrite`` returns: the original program over the rewritten graph.
+
+It is what ExportedProgram's constructor builds, except that the module's Python code is
+generated when first used (a lazy GraphModule, as inductor's passes use): generating it for a
+model-sized graph costs more than the whole rewrite, and a program handed to a compiler is
+often never run as Python. The verifier still runs. What the new program may change of the
+old one's metadata is copied, and only that: the output specs (renamed nodes) and the module
+call signatures (getitem elimination edits them).
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.export import ExportedProgram
+from torch.export import exported_program as _exported
+from torch.export.graph_signature import ExportGraphSignature
+from torch.fx._lazy_graph_module import _LazyGraphModule
+
+# What ExportedProgram.__init__ sets. `with_new_graph` builds a program field by field only
+# when the given one has exactly these (the constructor's own path otherwise).
+_PROGRAM_FIELDS = frozenset(("_graph_module", "_graph_signature", "_state_dict", "_range_constraints", "_module_call_graph",
+                             "_example_inputs", "_constants", "_verifiers", "_guards_code"))
+
+
+def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
+    """A new ExportedProgram over the rewritten graph (the original module is the root its
+    attributes come from), with output specs following renamed nodes."""
+    sig = _copy_signature(ep.graph_signature)
+    out_node = next(n for n in reversed(g.nodes) if n.op == "output")
+    for spec, arg in zip(sig.output_specs, out_node.args[0]):
+        if isinstance(arg, torch.fx.Node) and hasattr(spec.arg, "name"):
+            spec.arg.name = arg.name
+    range_constraints = copy.deepcopy(ep.range_constraints)
+    module_call_graph = _copy_call_graph(ep._module_call_graph)
+    if set(vars(ep)) != _PROGRAM_FIELDS:
+        return ExportedProgram(root=ep.graph_module, graph=g, graph_signature=sig, state_dict=ep.state_dict,
+                               range_constraints=range_constraints, module_call_graph=module_call_graph,
+                               example_inputs=ep.example_inputs, constants=ep.constants, verifiers=ep.verifiers)
+    g._codegen = torch.fx.graph.CodeGen()  # a flat graph, as the constructor makes it
+    gm = _LazyGraphModule(ep.graph_module, g)
+    gm.meta.update(ep.graph_module.meta)
+    _exported._common_getitem_elimination_pass(gm, sig, module_call_graph)
+    new = copy.copy(ep)
+    new._graph_module = gm
+    new._graph_signature = sig
+    new._range_constraints = range_constraints
+    new._module_call_graph = module_call_graph
+    new.validate()
+    # meta_impls ran under the program's shape environment and may have added guards.
+    new._guards_code = _guards_code(gm)
+    return new
+
+
+def _copy_spec(spec):
+    spec = copy.copy(spec)
+    spec.arg = copy.copy(spec.arg)
+    return spec
+
+
+def _copy_signature(sig: ExportGraphSignature) -> ExportGraphSignature:
+    """A copy whose specs and their arguments (name and the like, all that gets renamed) are
+    new objects; a program's signature lists every parameter, which deepcopy walks in depth."""
+    return ExportGraphSignature(input_specs=[_copy_spec(s) for s in sig.input_specs],
+                                output_specs=[_copy_spec(s) for s in sig.output_specs])
+
+
+def _copy_call_graph(entries: list) -> list:
+    """Entries are copied; only the few with a signature (the root, preserved modules) are
+    copied in depth."""
+    out = []
+    for e in entries:
+        e = copy.copy(e)
+        if e.signature is not None:
+            e.signature = copy.deepcopy(e.signature)
+        out.append(e)
+    return out
+
+
+def _guards_code(gm: torch.fx.GraphModule) -> list[str]:
+    """The program's guards as code. torch finds the shape environment by checking every
+    node's value for their one fake mode; a graph's first fake tensor names it."""
+    first = next((n for n in gm.graph.nodes if isinstance(n.meta.get("val"), FakeTensor)), None)
+    view = gm if first is None else SimpleNamespace(graph=SimpleNamespace(nodes=[first]))
+    return _exported._convert_guards_to_code(view)
