@@ -18,8 +18,23 @@ import torch.fx
 from torch.fx.node import Node, map_arg
 
 
+# The graph internals the node-by-node copy fills in; a torch without them gets fx's own copy.
+_INTERNALS = ("_graph_namespace", "_find_nodes_lookup_table", "_insert", "_len", "_tracer_cls", "_codegen")
+
+
+def _fx_copy(g: torch.fx.Graph) -> torch.fx.Graph:
+    new = copy.deepcopy(g)
+    for old, n in zip(g.nodes, new.nodes):
+        if n.name != old.name:  # fx renamed a name that shadows a builtin
+            n.name = old.name
+            new._graph_namespace._rename_object(n, old.name)
+    return new
+
+
 def copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
-    new = torch.fx.Graph(tracer_cls=g._tracer_cls)
+    new = torch.fx.Graph(tracer_cls=getattr(g, "_tracer_cls", None))
+    if not all(hasattr(new, a) for a in _INTERNALS):
+        return _fx_copy(g)
     names = new._graph_namespace
     table = new._find_nodes_lookup_table
     insert = new._insert

@@ -53,3 +53,15 @@ def test_copy_is_independent_and_names_stay_unique():
     assert added.name not in {n.name for n in g.nodes}  # the copy's namespace knows every name
     assert len({n.name for n in new.nodes}) == len(new.nodes)
     assert _shape(g) == before
+
+
+def test_a_torch_without_the_graph_internals_gets_fx_copy_with_names_kept(monkeypatch):
+    from tta import graph_copy
+
+    g = _graph()
+    fast = copy_graph(g)
+    monkeypatch.setattr(graph_copy, "_INTERNALS", graph_copy._INTERNALS + ("_not_in_any_torch",))
+    slow = copy_graph(g)
+    assert slow is not g and _shape(slow) == _shape(fast) == _shape(g)
+    assert "input" in [n.name for n in slow.nodes]
+    slow.lint()
