@@ -15,24 +15,7 @@ cfg = {"aot_inductor.package_cpp_only": True} if extra == "cpp_only" else None
 p = torch._inductor.aoti_compile_and_package(ep, package_path=path, inductor_configs=cfg)
 print("packaged", p)
 ''')
-LOAD = textwrap.dedent('''
-import sys, torch, faulthandler
-faulthandler.enable()
-dev, path, how = sys.argv[1], sys.argv[2], sys.argv[3]
-x = torch.randn(4, 64, device=dev); y = torch.randn(4, 64, device=dev)
-print("loading", how, flush=True)
-if how == "aoti_load_package":
-    m = torch._inductor.aoti_load_package(path)
-elif how == "device_index":
-    m = torch._inductor.aoti_load_package(path, device_index=0)
-elif how == "loader":
-    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, 0 if dev == "cuda" else -1)
-    m = lambda *a: loader.run(list(a))
-print("loaded", flush=True)
-out = m(x, y)
-out = out[0] if isinstance(out, (list, tuple)) else out
-print("ok", bool(torch.allclose(out, torch.relu(x + y))), flush=True)
-''')
+
 
 def sh(cmd, timeout=240, **kw):
     print("$", " ".join(cmd) if isinstance(cmd, list) else cmd, flush=True)
@@ -44,8 +27,7 @@ def sh(cmd, timeout=240, **kw):
         print("timeout", flush=True)
 
 py = sys.executable
-LOADPY = os.path.join(W, "load.py")
-open(LOADPY, "w").write(LOAD)
+LOADPY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "load.py")
 import torch
 print("torch", torch.__version__, torch.version.cuda, "cxx11abi", torch._C._GLIBCXX_USE_CXX11_ABI, flush=True)
 sh("gcc --version | head -1; g++ --version | head -1; which nvcc; ldconfig -p | grep -E 'libcuda.so|libstdc' ; nvidia-smi --query-gpu=driver_version --format=csv", shell=True)

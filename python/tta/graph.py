@@ -234,8 +234,7 @@ _Node = torch.fx.Node
 def arg_text(a: Any) -> str:
     """A node argument -> JSON text (``encode_arg``'s JSON)."""
     if isinstance(a, _Node):
-        name = a.name
-        return '{"ref":"' + name + '"}' if name.isidentifier() and name.isascii() else '{"ref":' + json.dumps(name) + "}"
+        return '{"ref":' + _text(a.name) + "}"
     t = type(a)
     if t is int:
         return str(a)

@@ -170,11 +170,6 @@ def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
     raise TypeError(f"{caller} takes an ExportedProgram or a GraphModule, got {type(program).__name__}")
 
 
-def _copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
-    """A copy of ``g`` with the same node names (``graph_copy.py``)."""
-    return copy_graph(g)
-
-
 def _weight_names(program: Any) -> frozenset[str]:
     """Placeholders holding parameters, buffers and constants (a GraphModule reads those with
     get_attr, which the pass recognizes by itself)."""
@@ -196,7 +191,7 @@ def graph_document(program: Any, caller: str) -> dict:
     """The graph JSON of ``program`` exactly as ``tta.rewrite`` hands it to the pass (region
     markers taken out, weights and marker declarations in)."""
     g = _graph_of(program, caller)
-    g = _copy_graph(g) if markers.present(g) else g  # taking the markers out changes it
+    g = copy_graph(g) if markers.present(g) else g  # taking the markers out changes it
     found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
     return json.loads(_document(g, _weight_names(program), markers.declared(found))[0])
 
@@ -248,7 +243,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
 
     # Edit a copy of the graph (a Graph copy generates no code) and put it in place only when
     # everything succeeded, so a failure midway leaves the caller's program as it was.
-    g = _copy_graph(_graph_of(program, "tta.rewrite"))
+    g = copy_graph(_graph_of(program, "tta.rewrite"))
     root = program.graph_module if isinstance(program, ExportedProgram) else program
     found, nested = markers.take(g, root)
     lap("copy")
@@ -306,7 +301,7 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
     with graph.NoGC():
         g = _graph_of(program, "tta.find_regions")
         # Only taking the markers out changes the graph; without them it is read as it is.
-        g = _copy_graph(g) if markers.present(g) else g
+        g = copy_graph(g) if markers.present(g) else g
         found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
         analysis, _ = _analyze(g, selectors, _weight_names(program), markers.declared(found))
         return analysis.members()

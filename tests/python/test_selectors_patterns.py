@@ -211,10 +211,10 @@ def test_a_pattern_name_given_twice_is_labelled_by_the_pass():
     assert len(msgs) == 1 and msgs[0].startswith("tta: pattern 'op#3' occurs nowhere in the graph; "), msgs
 
 
-def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decomposed, monkeypatch):
+def _count_exports(monkeypatch) -> list:
+    """The names of the pattern selectors that export, in order, from now on."""
     from tta.patterns import PatternSelector
 
-    _, _, _, ep = llama_decomposed
     exports = []
     real = PatternSelector._export
 
@@ -223,9 +223,20 @@ def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decompos
         return real(self, *args)
 
     monkeypatch.setattr(PatternSelector, "_export", counting)
+    return exports
 
+
+def _fresh_rms():
     def rms(x, w):  # a fresh function: nothing cached from other tests
         return (torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x) * w
+
+    return rms
+
+
+def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decomposed, monkeypatch):
+    _, _, _, ep = llama_decomposed
+    exports = _count_exports(monkeypatch)
+    rms = _fresh_rms()
 
     first = tta.lower_pattern(rms, sm.rmsnorm, example_rms()).apply(ep)
     n = len(exports)
@@ -250,20 +261,9 @@ def test_a_second_rewrite_with_the_same_pattern_reuses_its_export(llama_decompos
 
 
 def test_a_pattern_changed_in_place_is_exported_again(llama_decomposed, monkeypatch):
-    from tta.patterns import PatternSelector
-
     _, _, _, ep = llama_decomposed
-    exports = []
-    real = PatternSelector._export
-
-    def counting(self, *args):
-        exports.append(self.name)
-        return real(self, *args)
-
-    monkeypatch.setattr(PatternSelector, "_export", counting)
-
-    def rms(x, w):  # a fresh function: nothing cached from other tests
-        return (torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x) * w
+    exports = _count_exports(monkeypatch)
+    rms = _fresh_rms()
 
     def not_in_llama(x, w):
         return torch.relu(x) * w

@@ -149,16 +149,14 @@ def _package_with_shared_libstdcxx(program: ExportedProgram, path: str, inductor
         return _package(program, path, inductor_configs)
 
 
-def _warn_if_private_libstdcxx(package_path: str) -> None:
-    private = libraries_with_private_libstdcxx(package_path)
-    if private:
-        warnings.warn(
-            f"tta.aot_compile: {package_path} holds {', '.join(private)} with its own copy of libstdc++ linked "
-            "in (it does not load libstdc++.so.6), also when linked again against this process's "
-            "libstdc++.so.6; such packages crashed aoti_load_package where they were seen (tta's "
-            "docs/gpu-results.md). Point CXX at a g++ that links libstdc++ as a shared library (install "
-            "the compiler's libstdc++ development files) and compile again.",
-            PackageRuntimeWarning, stacklevel=3)
+def _warn_private_libstdcxx(package_path: str, private: list[str]) -> None:
+    warnings.warn(
+        f"tta.aot_compile: {package_path} holds {', '.join(private)} with its own copy of libstdc++ linked "
+        "in (it does not load libstdc++.so.6), also when linked again against this process's "
+        "libstdc++.so.6; such packages crashed aoti_load_package where they were seen (tta's "
+        "docs/gpu-results.md). Point CXX at a g++ whose link of torch's AOTInductor libraries needs "
+        "libstdc++.so.6 and compile again.",
+        PackageRuntimeWarning, stacklevel=3)
 
 
 def aot_compile(
@@ -179,10 +177,15 @@ def aot_compile(
         raise PluginError(f"tta.aot_compile: the package path must end in .pt2, got {path!r}")
     program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "aot_inductor")
     out = _package(program, path, inductor_configs)
-    relinked = None
-    if libraries_with_private_libstdcxx(out):
+    relinked = False
+    private = libraries_with_private_libstdcxx(out)
+    if private:
         # The toolchain linked a private libstdc++ into the package: link it again against the
         # process's own, which is what a package needs to load next to torch.
-        relinked = _package_with_shared_libstdcxx(program, path, inductor_configs)
-    _warn_if_private_libstdcxx(relinked or out)
-    return AOTPackage(path=relinked or out, tta_report=report, program=program, relinked_libstdcxx=relinked is not None)
+        again = _package_with_shared_libstdcxx(program, path, inductor_configs)
+        if again is not None:
+            out, relinked = again, True
+            private = libraries_with_private_libstdcxx(out)
+    if private:
+        _warn_private_libstdcxx(out, private)
+    return AOTPackage(path=out, tta_report=report, program=program, relinked_libstdcxx=relinked)

@@ -1,11 +1,13 @@
 """Does an AOTInductor package carry its own copy of libstdc++?
 
 A ``wrapper.so`` that does not need ``libstdc++.so.6`` yet defines libstdc++'s own symbols had the
-C++ runtime linked in statically (seen on a machine whose g++ found only ``libstdc++.a``). Loaded
+C++ runtime linked in statically (seen on the GPU machine, for every package torch built there,
+though its plain ``g++ -shared`` links ``libstdc++.so.6``). Loaded
 into a process where torch has already loaded ``libstdc++.so.6``, calls through the PLT bind to
 that library while the code inlined into the package uses its own, never initialised copies of the
 runtime's statics: ``aoti_load_package`` crashed in the model's constructor on every such package
-(docs/gpu-results.md). ``tta.aot_compile`` warns when the package it wrote is one of them.
+(docs/gpu-results.md). ``tta.aot_compile`` links such a package again (``shared_libstdcxx.py``) and
+warns when that did not help.
 
 Only the ELF dynamic section and dynamic symbol table are read (64-bit little-endian, as x86-64
 and aarch64 Linux build them); anything else is reported as not checkable, never guessed.
