@@ -14,7 +14,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("par", &[]),
     ("expr", &["error"]),
-    ("graph", &["error", "expr"]),
+    ("graph", &["error", "par", "expr"]),
     ("regions", &["error", "par", "expr", "graph"]),
     ("lowering", &["error", "par", "expr", "graph", "regions"]),
     ("pass", &["error", "par", "expr", "graph", "regions", "lowering"]),

@@ -225,10 +225,11 @@ class Outcome:
         return json.loads(self._raw.timings_json())
 
     @_calls_core
-    def check_delta(self, delta: Mapping[str, Any] | str) -> None:
-        """Raise GraphError(kind="mismatch") unless ``delta`` ({"order", "nodes"}, or its JSON
-        text) describes the rewritten graph."""
-        self._raw.check_delta(delta if isinstance(delta, str) else _compact(delta))
+    def check_delta(self, order: Sequence[str], nodes: Mapping[str, Any] | str) -> None:
+        """Raise GraphError(kind="mismatch") unless the edited graph's node names in ``order``
+        and its re-serialized changed ``nodes`` (name -> node, or that object's JSON text)
+        describe the rewritten graph."""
+        self._raw.check_delta(list(order), nodes if isinstance(nodes, str) else _compact(nodes))
 
     @_calls_core
     def check_matches(self, graph_json: str) -> None:
@@ -277,11 +278,14 @@ def decode_meta(doc: Mapping[str, Any]) -> dict[str, list[MetaOutput] | str]:
 
 
 @_calls_core
-def analyze(graph_json: str, impls: Mapping[str, Any], selectors: Mapping[str, Any] | None = None) -> Analysis:
+def analyze(graph_json: str, impls: Mapping[str, Any], selectors: Mapping[str, Any] | None = None,
+            nodes: Sequence[str] | None = None) -> Analysis:
     """Step 1 of the pass on a graph JSON text (docs/graph-format.md): verify, collect regions
-    (annotations, and the module/pattern ``selectors`` document), validate them."""
+    (annotations, and the module/pattern ``selectors`` document), validate them. With
+    ``nodes`` (each node's JSON text), ``graph_json`` is the document without its nodes
+    (``Serializer.graph_parts``)."""
     sel = None if selectors is None else _compact(selectors)
-    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel))
+    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel, None if nodes is None else list(nodes)))
 
 
 # -- shape expressions ------------------------------------------------------------------------

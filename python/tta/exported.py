@@ -6,15 +6,22 @@ model-sized graph costs more than the whole rewrite, and a program handed to a c
 often never run as Python. The verifier still runs. What the new program may change of the
 old one's metadata is copied, and only that: the output specs (renamed nodes) and the module
 call signatures (getitem elimination edits them).
+
+Given the nodes the rewrite added, the verifier checks those nodes (on a graph of their own)
+and the whole program's signature and module call graph: every other node is the original
+program's, which its own verifiers passed when it was built. Checking all of them again cost
+more than the rest of the rewrite on a Llama-sized model.
 """
 
 from __future__ import annotations
 
 import copy
 from types import SimpleNamespace
+from typing import Sequence
 
 import torch
 import torch.fx
+from torch._export import verifier as _verifier
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import ExportedProgram
 from torch.export import exported_program as _exported
@@ -27,9 +34,11 @@ _PROGRAM_FIELDS = frozenset(("_graph_module", "_graph_signature", "_state_dict",
                              "_example_inputs", "_constants", "_verifiers", "_guards_code"))
 
 
-def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
+def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch.fx.Node] | None = None) -> ExportedProgram:
     """A new ExportedProgram over the rewritten graph (the original module is the root its
-    attributes come from), with output specs following renamed nodes."""
+    attributes come from), with output specs following renamed nodes. ``added``: the nodes
+    of ``g`` that ``ep``'s graph does not have, when every other node is one of ``ep``'s,
+    unchanged but for its inputs; without it the whole graph is verified."""
     sig = _copy_signature(ep.graph_signature)
     out_node = next(n for n in reversed(g.nodes) if n.op == "output")
     for spec, arg in zip(sig.output_specs, out_node.args[0]):
@@ -50,15 +59,63 @@ def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph) -> ExportedProgram:
     new._graph_signature = sig
     new._range_constraints = range_constraints
     new._module_call_graph = module_call_graph
-    new.validate()
+    _validate(new, g, added)
     # meta_impls ran under the program's shape environment and may have added guards.
     new._guards_code = _guards_code(gm)
     return new
 
 
+# What `Verifier.check` runs, reached one by one (a torch without them verifies everything).
+_DELTA_CHECKS = ("_verify_exported_program_module_call_graph", "_verify_exported_program_signature")
+
+
+def _validate(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch.fx.Node] | None) -> None:
+    """``ep.validate()``, with the per-node checks on ``added`` only (the module docstring says why)."""
+    verifiers = ep.verifiers
+    # A graph of its own costs about what checking twenty nodes does: on small graphs all of
+    # them are checked.
+    delta = added is not None and len(g.nodes) > 64 + 3 * len(added) and verifiers and all(hasattr(_verifier, f) for f in _DELTA_CHECKS) and all(
+        hasattr(v, "_check_graph_module") for v in verifiers)
+    if not delta:
+        ep.validate()
+        return
+    view = _graph_module_of(g, added)
+    for v in verifiers:
+        v()._check_graph_module(view)
+        _verifier._verify_exported_program_module_call_graph(ep)
+        _verifier._verify_exported_program_signature(ep)
+
+
+def _graph_module_of(g: torch.fx.Graph, added: Sequence[torch.fx.Node]) -> torch.fx.GraphModule:
+    """A graph of ``added`` (in ``g``'s order) reading placeholders for whatever else they read."""
+    wanted = set(added)
+    part = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for n in g.nodes:
+        if n not in wanted:
+            continue
+        for i in n.all_input_nodes:
+            if i not in env:
+                env[i] = part.placeholder(i.name)
+                env[i].meta.update(i.meta)
+        env[n] = part.node_copy(n, env.__getitem__)
+    part.output(tuple(env[n] for n in added))
+    return _LazyGraphModule(torch.nn.Module(), part)
+
+
+def _shallow(obj):
+    """``copy.copy`` of a plain dataclass instance without the ``__reduce_ex__`` round trip
+    (a program's signature holds one spec per parameter)."""
+    if not hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__") or hasattr(obj, "__copy__"):
+        return copy.copy(obj)
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    return new
+
+
 def _copy_spec(spec):
-    spec = copy.copy(spec)
-    spec.arg = copy.copy(spec.arg)
+    spec = _shallow(spec)
+    spec.arg = _shallow(spec.arg)
     return spec
 
 

@@ -171,6 +171,10 @@ def _module_entry(key: str, path: str, t: Any) -> dict:
     return entry
 
 
+def _document(nodes: str, regions: str) -> str:
+    return '{"format":"' + FORMAT + '","version":' + str(VERSION) + ',"nodes":[' + nodes + "]" + regions + "}"
+
+
 class _TargetInfo:
     __slots__ = ("name", "writes", "aliases")
 
@@ -301,31 +305,40 @@ class Serializer:
     def graph_json(self, graph: torch.fx.Graph, declare_all: bool = False) -> str:
         """The document's text. ``declare_all`` also declares the marker-declared regions that
         tag no node (the pass refuses them as empty)."""
+        nodes, regions = self._parts(graph, declare_all)
+        return _document(",".join(nodes), regions)
+
+    def graph_parts(self, graph: torch.fx.Graph, declare_all: bool = False) -> tuple[str, list[str]]:
+        """The document without its nodes (``"nodes": []``) and each node's text, as the pass
+        also takes them (``core.analyze(header, ..., nodes=...)`` parses them in parallel)."""
+        nodes, regions = self._parts(graph, declare_all)
+        return _document("", regions), nodes
+
+    def _parts(self, graph: torch.fx.Graph, declare_all: bool) -> tuple[list[str], str]:
         with NoGC():
             encode = self._encode
-            nodes = ",".join([encode(n) for n in graph.nodes])
+            nodes = [encode(n) for n in graph.nodes]
         if declare_all:
             for rid, decl in self._declared.items():
                 self.regions.setdefault(rid, decl)
-        regions = ',"regions":' + _json(self.regions) if self.regions else ""
-        return '{"format":"' + FORMAT + '","version":' + str(VERSION) + ',"nodes":[' + nodes + "]" + regions + "}"
+        return nodes, (',"regions":' + _json(self.regions) if self.regions else "")
 
     def graph_to_dict(self, graph: torch.fx.Graph) -> dict:
         return json.loads(self.graph_json(graph))
 
-    def delta(self, graph: torch.fx.Graph) -> str:
-        """JSON text of the node order plus the encodings of nodes that are new or whose inputs
-        changed."""
+    def delta(self, graph: torch.fx.Graph) -> tuple[list[str], str]:
+        """The node names in order, and the JSON object (name -> node) of the nodes that are
+        new or whose inputs changed."""
         with NoGC():
             order, changed = [], []
             seen = self._seen
             for n in graph.nodes:
-                name = _text(n.name)
+                name = n.name
                 order.append(name)
                 s = seen.get(n)
                 if s is None or s[0] is not n.args or s[1] is not n.kwargs or s[2] is not n.meta.get("val"):
-                    changed.append(name + ":" + self._encode(n))
-        return '{"order":[' + ",".join(order) + '],"nodes":{' + ",".join(changed) + "}}"
+                    changed.append(_text(name) + ":" + self._encode(n))
+        return order, "{" + ",".join(changed) + "}"
 
     def _head(self, target: Any, op: str) -> tuple:
         """(target, op, the node text after its name, the text that closes it) for ``op`` on

@@ -96,7 +96,33 @@ def _fake_mode_lock(mode: Any) -> threading.Lock:
         return lock
 
 
+def _static_metas(vals: list) -> list[torch.Tensor] | None:
+    """Meta tensors like ``vals`` when each is a tensor of static sizes and strides, else None."""
+    out = []
+    for v in vals:
+        if not isinstance(v, torch.Tensor) or v.layout != torch.strided:
+            return None
+        shape, stride = v.shape, v.stride()
+        if not all(type(d) is int for d in (*shape, *stride)):
+            return None
+        out.append(torch.empty_strided(shape, stride, dtype=v.dtype, device="meta"))
+    return out
+
+
 def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
+    # On static shapes a meta_impl runs on meta tensors first: the same meta kernels the fake
+    # mode runs, without its dispatch (about half a millisecond a call, as much as the rest
+    # of a small model's rewrite). What fails there (a device check, a data-dependent size)
+    # runs again under the program's fake mode, whose answer or error counts.
+    metas = _static_metas(vals)
+    if metas is not None:
+        try:
+            res = plugin.meta_impl(*metas)
+            res = list(res) if isinstance(res, (tuple, list)) else [res]
+            if res and all(isinstance(t, torch.Tensor) for t in res):
+                return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
+        except Exception:
+            pass
     # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which compute
     # shapes without any mode.
     fake_mode = torch._guards.detect_fake_mode(vals)
@@ -117,7 +143,10 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
         return f"{type(e).__name__}: {e}"
 
 
-def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], moves: Sequence[Move], summary: list[RegionSummary]) -> None:
+def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], moves: Sequence[Move],
+           summary: list[RegionSummary]) -> list[torch.fx.Node]:
+    """Replay the pass's edits on ``g``; returns the nodes it added."""
+    added: list[torch.fx.Node] = []
     nodes = {n.name: n for n in g.nodes}
     # An input may be another region's output that an earlier edit already replaced.
     replaced: dict[str, torch.fx.Node] = {}
@@ -158,8 +187,10 @@ def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], move
             g.erase_node(m)
             del nodes[m.name]
         nodes.update((n.name, n) for n in created)
+        added.extend(created)
     for mv in moves:
         nodes[mv.after].append(nodes[mv.node])
+    return added
 
 
 def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
@@ -179,31 +210,26 @@ def _weight_names(program: Any) -> frozenset[str]:
     return frozenset(s.arg.name for s in program.graph_signature.input_specs if s.kind not in user and hasattr(s.arg, "name"))
 
 
-def _document(g: torch.fx.Graph, weights: frozenset[str] = frozenset(),
-              declared: dict[str, dict] | None = None) -> tuple[str, graph.Serializer]:
-    """The graph JSON text the pass reads. A region whose `with` block traced nothing has a
-    marker but no tagged node: it is declared too, and the pass refuses it as empty."""
-    serializer = graph.Serializer(weights, declared)
-    return serializer.graph_json(g, declare_all=True), serializer
-
-
 def graph_document(program: Any, caller: str) -> dict:
     """The graph JSON of ``program`` exactly as ``tta.rewrite`` hands it to the pass (region
     markers taken out, weights and marker declarations in)."""
     g = _graph_of(program, caller)
     g = copy_graph(g) if markers.present(g) else g  # taking the markers out changes it
     found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
-    return json.loads(_document(g, _weight_names(program), markers.declared(found))[0])
+    return json.loads(graph.Serializer(_weight_names(program), markers.declared(found)).graph_json(g, declare_all=True))
 
 
 def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
              declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
     """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
     ``declared`` (from the region markers) are what the graph alone does not say."""
-    graph_json, serializer = _document(g, weights, declared)
+    # A region whose `with` block traced nothing has a marker but no tagged node: it is
+    # declared too (`declare_all`), and the pass refuses it as empty.
+    serializer = graph.Serializer(weights, declared)
+    header, nodes = serializer.graph_parts(g, declare_all=True)
     selectors_doc, selector_impls = _selectors.encode(selectors, g)
     impls = declarations({r["impl"] for r in serializer.regions.values()} | selector_impls)
-    return core.analyze(graph_json, impls, selectors_doc), serializer
+    return core.analyze(header, impls, selectors_doc, nodes=nodes), serializer
 
 
 def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True,
@@ -255,23 +281,23 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     meta = run_meta_impls(summary, nodes)
     outcome = analysis.outline(meta)
     lap("pass")
-    if outcome.edits:
-        _apply(g, root, outcome.edits, outcome.moves, summary)
+    added = _apply(g, root, outcome.edits, outcome.moves, summary) if outcome.edits else []
     lap("apply")
     if check == "full":
         outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
     elif check:
-        outcome.check_delta(serializer.delta(g))
+        outcome.check_delta(*serializer.delta(g))
     lap("check")
     if not isinstance(program, ExportedProgram) and outcome.edits:
         program.graph = g  # the setter regenerates the module's code
     lap("recompile")
-    result = with_new_graph(program, g) if isinstance(program, ExportedProgram) else program
+    result = with_new_graph(program, g, added) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())
     vanished = [_in_subgraph(m) for m in nested]
     report_text = outcome.report_text() + "".join(_text(r) for r in vanished)
+    lap("report")
     stages["total_s"] = time.perf_counter() - clock[0]
     stages["rust"] = outcome.timings()
     return RewriteResult(program=result, regions=regions + vanished, report_text=report_text, timings=stages)

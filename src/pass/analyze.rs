@@ -76,6 +76,16 @@ pub fn analyze_json(graph_json: &str, impls: Impls, sel: &Selectors) -> Result<A
     Ok(a)
 }
 
+/// `analyze_json` on a graph given as a header and one JSON text per node (`graph::from_parts`).
+pub fn analyze_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S], impls: Impls, sel: &Selectors) -> Result<Analysis> {
+    let t = Instant::now();
+    let g = graph::from_parts(header, nodes)?;
+    let parse_ms = ms(t);
+    let mut a = analyze(g, impls, sel)?;
+    a.timings.parse_ms = parse_ms;
+    Ok(a)
+}
+
 /// Step 1. `sel` chooses regions besides the annotated ones (`Selectors::default()`: none).
 pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     let t = Instant::now();

@@ -6,12 +6,10 @@
 use super::outline::Outcome;
 use crate::error::{Error, ErrorKind, Result};
 use crate::graph::{Graph, Node};
-use serde::Deserialize;
 use std::collections::HashMap;
 
 /// What Python sends for the cheap check: the rewritten fx graph's node order, and the
 /// re-serialized nodes that differ (by object identity) from what it serialized before.
-#[derive(Deserialize)]
 pub struct Delta {
     pub order: Vec<String>,
     pub nodes: HashMap<String, Node>,

@@ -8,6 +8,7 @@ use crate::lowering::dot;
 use crate::pass::{self, Analysis, MetaResult, Outcome};
 use crate::regions::selectors::{self, Selectors};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -98,14 +99,15 @@ impl PyOutcome {
     fn timings_json(&self) -> PyResult<String> {
         guarded("Outcome.timings_json", "", || Ok(json(&self.0.timings)))
     }
-    /// Raise CoreError("mismatch", ...) unless the delta (`{"order": [...], "nodes": {...}}`)
-    /// describes the rewritten graph (see `Outcome::check_delta`).
-    fn check_delta(&self, py: Python<'_>, delta_json: &str) -> PyResult<()> {
-        guarded("Outcome.check_delta", delta_json, || {
+    /// Raise CoreError("mismatch", ...) unless the rewritten fx graph's node names in order
+    /// (`order`) and its re-serialized changed nodes (`nodes_json`, name -> node) describe the
+    /// rewritten graph (see `Outcome::check_delta`). The names come as a list rather than in
+    /// the JSON: one string per node is what Python already holds.
+    fn check_delta(&self, py: Python<'_>, order: Vec<String>, nodes_json: &str) -> PyResult<()> {
+        guarded("Outcome.check_delta", nodes_json, || {
             py.detach(|| {
-                let delta: pass::Delta =
-                    serde_json::from_str(delta_json).map_err(|e| Error::new(ErrorKind::Input, format!("delta: {e}")))?;
-                self.0.check_delta(&delta)
+                let nodes = serde_json::from_str(nodes_json).map_err(|e| Error::new(ErrorKind::Input, format!("delta: {e}")))?;
+                self.0.check_delta(&pass::Delta { order, nodes })
             })
             .map_err(to_py)
         })
@@ -124,17 +126,28 @@ impl PyOutcome {
 
 /// Step 1 of the pass: verify the graph, collect and validate regions. `selectors_json`
 /// (optional) chooses more regions by module type/path and by pattern (`regions::selectors`).
+/// With `nodes`, `graph_json` is the document without its nodes and `nodes` holds each node's
+/// JSON text; they parse in parallel (`graph::from_parts`).
 #[pyfunction]
-#[pyo3(signature = (graph_json, impls_json, selectors_json=None))]
-fn analyze(py: Python<'_>, graph_json: &str, impls_json: &str, selectors_json: Option<&str>) -> PyResult<PyAnalysis> {
+#[pyo3(signature = (graph_json, impls_json, selectors_json=None, nodes=None))]
+fn analyze(
+    py: Python<'_>,
+    graph_json: &str,
+    impls_json: &str,
+    selectors_json: Option<&str>,
+    nodes: Option<Vec<PyBackedStr>>,
+) -> PyResult<PyAnalysis> {
     guarded("analyze", graph_json, || {
         let impls: pass::Impls = serde_json::from_str(impls_json).map_err(|e| input_err("impl declarations", e))?;
         let selectors = match selectors_json {
             Some(text) => selectors::from_json(text).map_err(to_py)?,
             None => Selectors::default(),
         };
-        py.detach(|| pass::analyze_json(graph_json, impls, &selectors))
-            .map(|a| PyAnalysis(Mutex::new(Some(a))))
-            .map_err(to_py)
+        py.detach(|| match &nodes {
+            Some(nodes) => pass::analyze_parts(graph_json, nodes, impls, &selectors),
+            None => pass::analyze_json(graph_json, impls, &selectors),
+        })
+        .map(|a| PyAnalysis(Mutex::new(Some(a))))
+        .map_err(to_py)
     })
 }

@@ -1,0 +1,138 @@
+"""The shortcuts ``tta.rewrite`` takes for speed give what the long way gives: meta_impls on meta
+tensors (static shapes) before the program's fake mode, the verifier on the added nodes only
+of a large graph, and the graph copy's namespace filled without ``create_name``."""
+
+import importlib
+
+import pytest
+import torch
+import torch.fx
+from torch._export.verifier import SpecViolationError
+
+import tta
+from tta import exported
+from tta.graph_copy import copy_graph
+
+rewrite_module = importlib.import_module("tta.rewrite")
+
+
+class Deep(torch.nn.Module):
+    """Forty layers and one marked region: a graph large enough for the verifier's shortcut."""
+
+    def __init__(self, plugin, layers=40):
+        super().__init__()
+        self.plugin = plugin
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(layers))
+
+    def forward(self, x, y):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        with tta.lower_as(self.plugin):
+            return torch.relu(x + y) * 2.0
+
+
+def _plugin(name, meta_impl=lambda x, y: x.new_empty(x.shape)):
+    return tta.custom_plugin(name=name, meta_impl=meta_impl)
+
+
+def test_meta_impl_on_meta_tensors_agrees_with_the_fake_mode(monkeypatch):
+    calls = []
+
+    def meta(x, y):
+        calls.append(x.device.type)
+        return x.new_empty(x.shape[0], x.shape[1])
+
+    x = torch.randn(4, 8)
+    ep = torch.export.export(Deep(_plugin("shortcut_meta", meta), layers=1), (x, torch.randn(4, 8)))
+    fast = tta.rewrite(ep)
+    assert calls == ["meta"]  # static shapes: no fake mode needed
+    monkeypatch.setattr(rewrite_module, "_static_metas", lambda vals: None)
+    slow = tta.rewrite(ep)
+    assert calls == ["meta", "cpu"]  # the fake tensors of the program say cpu
+    assert [r.outputs for r in fast.regions] == [r.outputs for r in slow.regions]
+    assert fast.outlined and slow.outlined
+
+
+def test_meta_impl_that_needs_the_real_device_falls_back_to_the_fake_mode():
+    seen = []
+
+    def meta(x, y):
+        seen.append(x.device.type)
+        if x.device.type == "meta":
+            raise RuntimeError("this meta_impl wants the program's device")
+        return x.new_empty(x.shape)
+
+    x = torch.randn(4, 8)
+    res = tta.rewrite(torch.export.export(Deep(_plugin("device_meta", meta), layers=1), (x, torch.randn(4, 8))))
+    assert seen == ["meta", "cpu"] and len(res.outlined) == 1
+
+
+def test_meta_impl_on_dynamic_shapes_runs_under_the_fake_mode():
+    seen = []
+
+    def meta(x, y):
+        seen.append(type(x.shape[0]).__name__)
+        return x.new_empty(x.shape)
+
+    x = torch.randn(4, 8)
+    batch = torch.export.Dim("batch", min=2)
+    ep = torch.export.export(Deep(_plugin("dyn_meta", meta), layers=1), (x, torch.randn(4, 8)),
+                             dynamic_shapes=({0: batch}, {0: batch}))
+    res = tta.rewrite(ep)
+    assert seen == ["SymInt"] and len(res.outlined) == 1
+    assert isinstance(res.outlined[0].outputs[0].shape[0], str)  # the batch symbol, not a number
+
+
+def test_large_graph_verifies_the_added_nodes_only_and_the_result_is_valid(monkeypatch):
+    x = torch.randn(4, 8)
+    ep = torch.export.export(Deep(_plugin("deep_region")), (x, torch.randn(4, 8))).run_decompositions()
+    checked = []
+    real = torch._export.verifier.Verifier._check_graph_module
+
+    def spy(self, gm):
+        checked.append(len(gm.graph.nodes))
+        return real(self, gm)
+
+    monkeypatch.setattr(torch._export.verifier.Verifier, "_check_graph_module", spy)
+    res = tta.rewrite(ep)
+    assert len(res.outlined) == 1
+    assert checked and max(checked) < 10, checked  # the added call and its inputs, not ~200 nodes
+    checked.clear()
+    res.program.validate()  # the whole program passes torch's verifier
+    assert checked == [len(res.program.graph.nodes)]
+    y = torch.randn(4, 8)
+    torch.testing.assert_close(res.program.module()(x, y), ep.module()(x, y))
+
+
+def test_an_invalid_added_node_is_caught():
+    x = torch.randn(4, 8)
+    ep = torch.export.export(Deep(_plugin("deep_bad")), (x, torch.randn(4, 8))).run_decompositions()
+    g = copy_graph(ep.graph)
+    out = next(n for n in g.nodes if n.op == "output")
+    first = next(n for n in g.nodes if n.op == "placeholder" and n.name == "x")
+    with g.inserting_before(out):
+        bad = g.call_function(torch.ops.aten.add_.Tensor, (first, first))  # in place: not functional
+    bad.meta["val"] = first.meta["val"]
+    with pytest.raises(SpecViolationError, match="not functional"):
+        exported.with_new_graph(ep, g, [bad])
+    with pytest.raises(SpecViolationError, match="not functional"):
+        exported.with_new_graph(ep, g)  # the whole graph: the same verdict
+
+
+def test_copy_keeps_erased_names_free_and_new_names_unique():
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    a = g.call_function(torch.ops.aten.relu.default, (x,))
+    gone = g.call_function(torch.ops.aten.neg.default, (a,), name="neg_7")
+    g.erase_node(gone)
+    g.output((a,))
+    new = copy_graph(g)
+    out = next(n for n in new.nodes if n.op == "output")
+    with new.inserting_before(out):
+        again = new.create_node("call_function", torch.ops.aten.neg.default, (next(iter(new.nodes)),), name="neg_7")
+        clash = new.create_node("call_function", torch.ops.aten.relu.default, (again,), name=a.name)
+    assert again.name == "neg_7"  # erased in the source: free in the copy, as in fx's own copy
+    assert clash.name != a.name and len({n.name for n in new.nodes}) == len(new.nodes)
+    relu = next(n for n in new.nodes if n.name == a.name)
+    relu._rename("renamed")  # the namespace knows every copied node
+    assert relu.name == "renamed"
