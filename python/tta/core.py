@@ -191,11 +191,22 @@ class Outcome:
 
     def __init__(self, raw: _core.Outcome):
         self._raw = raw
-        doc = json.loads(raw.edits_json())
-        self.edits = [Edit(e["region"], e["op"], e["node"], tuple(e["inputs"]), tuple(e["outputs"]), tuple(e["getitems"]),
-                           tuple(e["mutated"]), e["after"], tuple(e["remove"]),
-                           tuple((d["node"], d["input"], d["dim"]) for d in e.get("derived", ()))) for e in doc["edits"]]
-        self.moves = [Move(m["node"], m["after"]) for m in doc["moves"]]
+
+    # Decoded when first read: a caller that only wants the report or the graph (find_regions,
+    # `tta report`) never pays for a thousand regions' edits.
+    @functools.cached_property
+    def _edits_doc(self) -> dict:
+        return json.loads(self._raw.edits_json())
+
+    @functools.cached_property
+    def edits(self) -> list[Edit]:
+        return [Edit(e["region"], e["op"], e["node"], tuple(e["inputs"]), tuple(e["outputs"]), tuple(e["getitems"]),
+                     tuple(e["mutated"]), e["after"], tuple(e["remove"]),
+                     tuple((d["node"], d["input"], d["dim"]) for d in e.get("derived", ()))) for e in self._edits_doc["edits"]]
+
+    @functools.cached_property
+    def moves(self) -> list[Move]:
+        return [Move(m["node"], m["after"]) for m in self._edits_doc["moves"]]
 
     def report(self) -> list[RegionReport]:
         return [RegionReport.decode(r) for r in json.loads(self._raw.report_json())]

@@ -8,6 +8,7 @@
 use super::ir::{Dim, Graph, Node, OpKind, Value, FORMAT, VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 /// Node name -> position. Names are short and looked up once per argument of every node:
@@ -32,7 +33,9 @@ pub struct Verified<'a> {
     pub inputs: Vec<Vec<usize>>,
 }
 
-/// Check every invariant.
+/// Check every invariant. The first error in node order is the one reported, as when the
+/// nodes are checked one after another; past the names (one index, built in order), each
+/// node's checks run in parallel on large graphs.
 pub fn verify(g: &Graph) -> Result<Verified<'_>> {
     if g.format != FORMAT || g.version != VERSION {
         return Err(Error::new(
@@ -41,53 +44,71 @@ pub fn verify(g: &Graph) -> Result<Verified<'_>> {
         ));
     }
     let mut index = NameIndex::with_capacity_and_hasher(g.nodes.len(), Default::default());
-    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(g.nodes.len());
-    let mut outputs = 0;
+    // The first node whose name is empty or taken, and why: checked after the nodes before it.
+    let mut bad_name = None;
     for (i, node) in g.nodes.iter().enumerate() {
         if node.name.is_empty() {
-            return Err(Error::new(ErrorKind::Verify, format!("node #{i} has an empty name")));
+            bad_name = Some((i, Error::new(ErrorKind::Verify, format!("node #{i} has an empty name"))));
+            break;
         }
-        if index.insert(&node.name, i).is_some() {
-            return Err(err(node, "the name is used by more than one node"));
-        }
-        let mut bad_ref = None;
-        let mut producers = Vec::new();
-        node.args.iter().chain(node.kwargs.values()).for_each(|a| {
-            a.for_each_ref(&mut |r| match index.get(r) {
-                Some(&j) if j < i => {
-                    if !producers.contains(&j) {
-                        producers.push(j);
-                    }
-                }
-                _ => {
-                    if bad_ref.is_none() {
-                        bad_ref = Some(r.to_owned());
-                    }
-                }
-            })
-        });
-        inputs.push(producers);
-        if let Some(r) = bad_ref {
-            let why = if r == node.name { "refers to itself" } else { "is not defined before it is used" };
-            return Err(err(node, format!("argument `{r}` {why}")));
-        }
-        if node.op == OpKind::Output {
-            outputs += 1;
-            if i + 1 != g.nodes.len() {
-                return Err(err(node, "the output node must be the last node"));
+        match index.entry(node.name.as_str()) {
+            Entry::Vacant(slot) => {
+                slot.insert(i);
             }
-        }
-        verify_value(node, &node.val)?;
-        for r in &node.regions {
-            if !g.regions.contains_key(r) {
-                return Err(err(node, format!("region tag `{r}` has no declaration in the graph's regions")));
+            Entry::Occupied(_) => {
+                bad_name = Some((i, err(node, "the name is used by more than one node")));
+                break;
             }
         }
     }
+    let named = bad_name.as_ref().map_or(g.nodes.len(), |(i, _)| *i);
+    let checked = crate::par::map(&g.nodes[..named], |i, node| check_node(g, &index, i, node));
+    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(g.nodes.len());
+    for producers in checked {
+        inputs.push(producers?);
+    }
+    if let Some((_, e)) = bad_name {
+        return Err(e);
+    }
+    let outputs = g.nodes.iter().filter(|n| n.op == OpKind::Output).count();
     if outputs != 1 {
         return Err(Error::new(ErrorKind::Verify, format!("a graph has exactly one output node, found {outputs}")));
     }
     Ok(Verified { index, inputs })
+}
+
+/// One node's checks given every name before it; its distinct producers in first-use order.
+fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node) -> Result<Vec<usize>> {
+    let mut bad_ref = None;
+    let mut producers = Vec::new();
+    node.args.iter().chain(node.kwargs.values()).for_each(|a| {
+        a.for_each_ref(&mut |r| match index.get(r) {
+            Some(&j) if j < i => {
+                if !producers.contains(&j) {
+                    producers.push(j);
+                }
+            }
+            _ => {
+                if bad_ref.is_none() {
+                    bad_ref = Some(r.to_owned());
+                }
+            }
+        })
+    });
+    if let Some(r) = bad_ref {
+        let why = if r == node.name { "refers to itself" } else { "is not defined before it is used" };
+        return Err(err(node, format!("argument `{r}` {why}")));
+    }
+    if node.op == OpKind::Output && i + 1 != g.nodes.len() {
+        return Err(err(node, "the output node must be the last node"));
+    }
+    verify_value(node, &node.val)?;
+    for r in &node.regions {
+        if !g.regions.contains_key(r) {
+            return Err(err(node, format!("region tag `{r}` has no declaration in the graph's regions")));
+        }
+    }
+    Ok(producers)
 }
 
 fn verify_value(node: &Node, v: &Value) -> Result<()> {
