@@ -240,7 +240,7 @@ class Outcome:
         """Raise GraphError(kind="mismatch") unless the edited graph's node names in ``order``
         and its re-serialized changed ``nodes`` (name -> node, or that object's JSON text)
         describe the rewritten graph."""
-        self._raw.check_delta(list(order), nodes if isinstance(nodes, str) else _compact(nodes))
+        self._raw.check_delta(order, nodes if isinstance(nodes, str) else _compact(nodes))
 
     @_calls_core
     def check_matches(self, graph_json: str) -> None:
@@ -296,7 +296,7 @@ def analyze(graph_json: str, impls: Mapping[str, Any], selectors: Mapping[str, A
     ``nodes`` (each node's JSON text), ``graph_json`` is the document without its nodes
     (``Serializer.graph_parts``)."""
     sel = None if selectors is None else _compact(selectors)
-    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel, None if nodes is None else list(nodes)))
+    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel, nodes))
 
 
 # -- shape expressions ------------------------------------------------------------------------

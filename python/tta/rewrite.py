@@ -117,10 +117,9 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
     metas = _static_metas(vals)
     if metas is not None:
         try:
-            res = plugin.meta_impl(*metas)
-            res = list(res) if isinstance(res, (tuple, list)) else [res]
-            if res and all(isinstance(t, torch.Tensor) for t in res):
-                return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
+            out = _outputs_of(plugin, plugin.meta_impl(*metas))
+            if not isinstance(out, str):
+                return out
         except Exception:
             pass
     # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which compute
@@ -130,17 +129,22 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
     try:
         with lock, fake_mode if fake_mode is not None else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
-        res = list(res) if isinstance(res, (tuple, list)) else [res]
-        bad = next((t for t in res if not isinstance(t, torch.Tensor)), None)
-        if bad is not None or not res:
-            got = "nothing" if not res else f"a {type(bad).__name__}"
-            code = getattr(plugin.meta_impl, "__code__", None)
-            where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
-            return (f"meta_impl{where} returned {got}; it must return a tensor, or a tuple of tensors, "
-                    "shaped like the region's outputs (e.g. x.new_empty(x.shape))")
-        return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
+        return _outputs_of(plugin, res)
     except Exception as e:  # the user's meta_impl: report, never crash the rewrite
         return f"{type(e).__name__}: {e}"
+
+
+def _outputs_of(plugin: Plugin, res: Any) -> list[MetaOutput] | str:
+    """What a meta_impl returned, as MetaOutputs, or what is wrong with it."""
+    res = list(res) if isinstance(res, (tuple, list)) else [res]
+    bad = next((t for t in res if not isinstance(t, torch.Tensor)), None)
+    if bad is not None or not res:
+        got = "nothing" if not res else f"a {type(bad).__name__}"
+        code = getattr(plugin.meta_impl, "__code__", None)
+        where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+        return (f"meta_impl{where} returned {got}; it must return a tensor, or a tuple of tensors, "
+                "shaped like the region's outputs (e.g. x.new_empty(x.shape))")
+    return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
 
 
 def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], moves: Sequence[Move],

@@ -68,18 +68,17 @@ pub(super) fn ms(t: Instant) -> f64 {
 
 /// Parse and analyze graph JSON, recording the parse time too.
 pub fn analyze_json(graph_json: &str, impls: Impls, sel: &Selectors) -> Result<Analysis> {
-    let t = Instant::now();
-    let g = graph::from_json(graph_json)?;
-    let parse_ms = ms(t);
-    let mut a = analyze(g, impls, sel)?;
-    a.timings.parse_ms = parse_ms;
-    Ok(a)
+    analyze_parsed(|| graph::from_json(graph_json), impls, sel)
 }
 
 /// `analyze_json` on a graph given as a header and one JSON text per node (`graph::from_parts`).
 pub fn analyze_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S], impls: Impls, sel: &Selectors) -> Result<Analysis> {
+    analyze_parsed(|| graph::from_parts(header, nodes), impls, sel)
+}
+
+fn analyze_parsed(parse: impl FnOnce() -> Result<Graph>, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     let t = Instant::now();
-    let g = graph::from_parts(header, nodes)?;
+    let g = parse()?;
     let parse_ms = ms(t);
     let mut a = analyze(g, impls, sel)?;
     a.timings.parse_ms = parse_ms;
