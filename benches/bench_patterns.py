@@ -185,7 +185,7 @@ def main() -> None:
     res = tta.lower_pattern(add_relu_scale, impl, ex).apply(synthetic(args.nodes), on_refused="keep")
     t = res.timings
     print(f"   full tta.rewrite: {t['total_s'] * 1e3:.0f} ms for {len(res.outlined)} outlined regions "
-          f"(serialize {t['serialize_s'] * 1e3:.0f} ms, pass {t['pass_s'] * 1e3:.0f} ms, apply {t['apply_s'] * 1e3:.0f} ms)")
+          f"(read {t['read_s'] * 1e3:.0f} ms, pass {t['pass_s'] * 1e3:.0f} ms, apply {t['apply_s'] * 1e3:.0f} ms)")
     del res
 
     print("3. size sweep (time per node should stay flat for a linear matcher)")

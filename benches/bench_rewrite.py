@@ -3,8 +3,8 @@
     python benches/bench_rewrite.py [--nodes 100000] [--regions 1000] [--skip-fx]
 
 1. A synthetic graph of N nodes with R regions (5 ops each): the Rust pass alone (parse the
-   node texts in parallel, verify, analyze, outline, serialize), the whole ``tta.rewrite`` from Python (serialize the fx
-   graph, pass, apply the result back, re-check), and torch.fx's ``fuse_by_partitions`` on the
+   node texts in parallel, verify, analyze, outline, serialize), the whole ``tta.rewrite`` from Python (copy the fx
+   graph, read it into Rust, pass, apply the result back, re-check), and torch.fx's ``fuse_by_partitions`` on the
    same partitions.
 2. The fixture models and a 32-layer Llama-style model from transformers (hidden size 32,
    random weights, its RMSNorms chosen by module type): the whole ``tta.rewrite`` call, the
@@ -96,8 +96,9 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     n = len(gm.graph.nodes)
     print(f"synthetic graph: {n} nodes, {n_regions} regions of {REGION_OPS} ops")
 
-    # Rust pass alone, on the serialized graph as tta.rewrite hands it over: the document
-    # without its nodes, and one text per node (parsed in parallel).
+    # Rust pass alone, from graph JSON: the document without its nodes, and one text per node
+    # (parsed in parallel). tta.rewrite itself reads the fx nodes into Rust without JSON (its
+    # "read" stage below).
     header, texts = graph.Serializer().graph_parts(gm.graph)
     doc = json.loads(header)
     impls = tta.plugin.declarations({r["impl"] for r in doc["regions"].values()})
@@ -130,7 +131,7 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     codegen_s = st["recompile_s"]
     no_codegen_s = whole_s - codegen_s
     print(
-        f"  whole tta.rewrite: {whole_s * 1e3:.0f} ms = copy {st['copy_s'] * 1e3:.0f} + serialize {st['serialize_s'] * 1e3:.0f} + pass {st['pass_s'] * 1e3:.0f} "
+        f"  whole tta.rewrite: {whole_s * 1e3:.0f} ms = copy {st['copy_s'] * 1e3:.0f} + read {st['read_s'] * 1e3:.0f} + pass {st['pass_s'] * 1e3:.0f} "
         f"+ apply {st['apply_s'] * 1e3:.0f} + check {st['check_s'] * 1e3:.0f} + fx codegen of the edited module {codegen_s * 1e3:.0f}"
     )
 
@@ -173,7 +174,7 @@ def bench_fixtures(layers: int, repeat: int) -> None:
     import models
 
     print(f"fixture models: tta.rewrite time vs torch.export + run_decompositions (median of {repeat})")
-    print("  (tta's own work = copy + serialize + pass + apply + check; the rest builds the returned")
+    print("  (tta's own work = copy + read + pass + apply + check; the rest builds the returned")
     print("   ExportedProgram: GraphModule, verifier)")
     cases = []
     for name in ["residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output"]:
@@ -197,7 +198,7 @@ def bench_fixtures(layers: int, repeat: int) -> None:
             res = tta.rewrite(ep, selectors=selectors)
             rewrites.append(time.perf_counter() - t0)
             t = res.timings
-            own.append(t["copy_s"] + t["serialize_s"] + t["pass_s"] + t["apply_s"] + t["check_s"])
+            own.append(t["copy_s"] + t["read_s"] + t["pass_s"] + t["apply_s"] + t["check_s"])
         assert res.outlined, f"{name}: nothing outlined"
         e, r, o = statistics.median(exports), statistics.median(rewrites), statistics.median(own)
         worst = max(worst, 100 * r / e)

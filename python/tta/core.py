@@ -236,11 +236,10 @@ class Outcome:
         return json.loads(self._raw.timings_json())
 
     @_calls_core
-    def check_delta(self, order: Sequence[str], nodes: Mapping[str, Any] | str) -> None:
-        """Raise GraphError(kind="mismatch") unless the edited graph's node names in ``order``
-        and its re-serialized changed ``nodes`` (name -> node, or that object's JSON text)
-        describe the rewritten graph."""
-        self._raw.check_delta(order, nodes if isinstance(nodes, str) else _compact(nodes))
+    def check_fx(self, reader: "FxReader", nodes: Any) -> None:
+        """``check_delta`` on the edited fx graph's ``nodes`` themselves: ``reader``, which
+        read the graph before the edits, re-reads only the nodes that changed."""
+        self._raw.check_fx(reader._raw, nodes)
 
     @_calls_core
     def check_matches(self, graph_json: str) -> None:
@@ -288,15 +287,37 @@ def decode_meta(doc: Mapping[str, Any]) -> dict[str, list[MetaOutput] | str]:
     }
 
 
+class FxReader:
+    """Reads an fx graph's nodes straight into the pass (``src/python/fx.rs``), as ``facts``
+    (a ``graph.Serializer``, whose helpers say what targets, values and stacks mean) would
+    write them; then, after the edits, the nodes that changed (``Outcome.check_fx``)."""
+
+    def __init__(self, facts: Any, weights: frozenset[str] = frozenset()):
+        import torch.fx
+
+        self._raw = _core.FxReader(facts, torch.fx.Node, sorted(weights))
+
+    @_calls_core
+    def read(self, nodes: Any) -> None:
+        """Read ``nodes`` (``graph.nodes``) for the next ``analyze(..., reader=self)``."""
+        self._raw.read(nodes)
+
+    @_calls_core
+    def nodes(self) -> list[dict]:
+        """The nodes read, as graph JSON's ``"nodes"`` (for tests and debugging)."""
+        return json.loads(self._raw.nodes_json()) or []
+
+
 @_calls_core
 def analyze(graph_json: str, impls: Mapping[str, Any], selectors: Mapping[str, Any] | None = None,
-            nodes: Sequence[str] | None = None) -> Analysis:
+            nodes: Sequence[str] | None = None, reader: FxReader | None = None) -> Analysis:
     """Step 1 of the pass on a graph JSON text (docs/graph-format.md): verify, collect regions
     (annotations, and the module/pattern ``selectors`` document), validate them. With
     ``nodes`` (each node's JSON text), ``graph_json`` is the document without its nodes
-    (``Serializer.graph_parts``)."""
+    (``Serializer.graph_parts``); with ``reader``, the nodes are those it read from the fx graph
+    (``graph_json`` is then ``Serializer.header()``)."""
     sel = None if selectors is None else _compact(selectors)
-    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel, nodes))
+    return Analysis(_core.analyze(graph_json, _compact(dict(impls)), sel, nodes, None if reader is None else reader._raw))
 
 
 # -- shape expressions ------------------------------------------------------------------------

@@ -171,6 +171,10 @@ def _module_entry(key: str, path: str, t: Any) -> dict:
     return entry
 
 
+def _module_entries(stack: dict) -> list[dict]:
+    return [_module_entry(k, p, t) for k, (p, t) in stack.items()]
+
+
 def _document(nodes: str, regions: str) -> str:
     return '{"format":"' + FORMAT + '","version":' + str(VERSION) + ',"nodes":[' + nodes + "]" + regions + "}"
 
@@ -275,17 +279,17 @@ _TARGET_INFOS: dict[int, tuple[Any, "_TargetInfo"]] = {}
 # `"module"` + `"module_stack"` members by the stack's entries: every export of a model repeats
 # the same few stacks.
 _STACK_TEXT: dict[tuple, str] = {}
+_STACK_JSON: dict[tuple, str] = {}
 # `"source"` members by stack trace text (the same trace recurs on every op of a source line).
 _SOURCE_TEXT: dict[str, str] = {}
 _CALLS = frozenset(("call_function", "call_method", "call_module", "get_attr"))
 
 
 class Serializer:
-    """fx graph -> graph JSON text, written directly (no intermediate dicts), remembering each
-    node's text together with the objects it was made from (``args``, ``kwargs``,
-    ``meta["val"]``). fx replaces those objects whenever a node is rewired, so after an edit
-    ``delta`` re-encodes exactly the nodes whose inputs changed, and the pass checks that delta
-    instead of a second full serialization.
+    """fx graph -> graph JSON text, written directly (no intermediate dicts). Its helpers
+    (``target_facts``, ``value_json``, ...) also tell the Rust reader of fx graphs
+    (``reader()``, what ``tta.rewrite`` uses) what each object means, so both write the same
+    graph.
 
     Tags are written as the annotations left them, placeholders included; which tags make a
     region member is the pass's rule (``src/regions/collect.rs``)."""
@@ -297,7 +301,6 @@ class Serializer:
         self._heads: dict[int, tuple] = {}
         self._vals: dict[int, tuple[Any, str]] = {}
         self._stacks: dict[int, tuple[dict, str]] = {}
-        self._seen: dict[torch.fx.Node, tuple[Any, Any, Any, str]] = {}
         self.regions: dict[str, dict] = {}
         self._weights = weights
         self._declared = declared or {}
@@ -305,48 +308,95 @@ class Serializer:
     def graph_json(self, graph: torch.fx.Graph, declare_all: bool = False) -> str:
         """The document's text. ``declare_all`` also declares the marker-declared regions that
         tag no node (the pass refuses them as empty)."""
-        nodes, regions = self._parts(graph, declare_all)
-        return _document(",".join(nodes), regions)
+        nodes = self._nodes(graph)
+        return _document(",".join(nodes), self._regions_member(declare_all))
 
     def graph_parts(self, graph: torch.fx.Graph, declare_all: bool = False) -> tuple[str, list[str]]:
         """The document without its nodes (``"nodes": []``) and each node's text, as the pass
         also takes them (``core.analyze(header, ..., nodes=...)`` parses them in parallel)."""
-        nodes, regions = self._parts(graph, declare_all)
-        return _document("", regions), nodes
+        nodes = self._nodes(graph)
+        return self.header(declare_all), nodes
 
-    def _parts(self, graph: torch.fx.Graph, declare_all: bool) -> tuple[list[str], str]:
+    def header(self, declare_all: bool = False) -> str:
+        """The document without its nodes, once they were written or read (by ``reader()``):
+        the region declarations come from the nodes' tags."""
+        return _document("", self._regions_member(declare_all))
+
+    def _nodes(self, graph: torch.fx.Graph) -> list[str]:
         with NoGC():
             encode = self._encode
-            nodes = [encode(n) for n in graph.nodes]
+            return [encode(n) for n in graph.nodes]
+
+    def _regions_member(self, declare_all: bool) -> str:
         if declare_all:
             for rid, decl in self._declared.items():
                 self.regions.setdefault(rid, decl)
-        return nodes, (',"regions":' + _json(self.regions) if self.regions else "")
+        return ',"regions":' + _json(self.regions) if self.regions else ""
 
     def graph_to_dict(self, graph: torch.fx.Graph) -> dict:
         return json.loads(self.graph_json(graph))
 
-    def delta(self, graph: torch.fx.Graph) -> tuple[list[str], str]:
-        """The node names in order, and the JSON object (name -> node) of the nodes that are
-        new or whose inputs changed."""
-        with NoGC():
-            order, changed = [], []
-            seen = self._seen
-            for n in graph.nodes:
-                name = n.name
-                order.append(name)
-                s = seen.get(n)
-                if s is None or s[0] is not n.args or s[1] is not n.kwargs or s[2] is not n.meta.get("val"):
-                    changed.append(_text(name) + ":" + self._encode(n))
-        return order, "{" + ",".join(changed) + "}"
+    # -- what objects mean: used by _encode below and by the Rust reader of fx graphs
+    # (`core.FxReader`, src/python/fx.rs), which asks once per distinct object.
+
+    def reader(self) -> Any:
+        """A ``core.FxReader`` that hands fx nodes to the pass directly, as this serializer
+        would write them (``core.analyze(self.header(), ..., reader=...)``)."""
+        from . import core
+
+        return core.FxReader(self, self._weights)
+
+    def _info(self, target: Any) -> _TargetInfo:
+        hit = self._infos.get(id(target))
+        if hit is None or hit[0] is not target:
+            hit = self._infos[id(target)] = (target, _TargetInfo(target))
+        return hit[1]
+
+    def target_facts(self, target: Any) -> tuple[str, list[str], bool]:
+        """(name, arguments it writes, whether an output aliases an input) of a call's target."""
+        info = self._info(target)
+        return info.name, info.writes, info.aliases
+
+    def region_tags(self, custom: dict) -> list[str]:
+        """The region ids a node's ``meta["custom"]`` tags it with; the first node of each
+        region declares it."""
+        tags = [k[len(TAG_PREFIX):] for k in custom if k.startswith(TAG_PREFIX)]
+        for t in tags:
+            if t not in self.regions:
+                decl = custom[TAG_PREFIX + t]
+                decl = {"impl": decl["impl"]} if decl.get("source") is None else dict(decl)
+                self.regions[t] = {**self._declared.get(t, {}), **decl}
+        return tags
+
+    @staticmethod
+    def value_json(v: Any) -> str:
+        return value_text(v)
+
+    @staticmethod
+    def module_stack_json(stack: dict) -> str:
+        """The stack's entries as JSON; one text object per distinct stack."""
+        try:
+            key = tuple(stack.items())
+            text = _STACK_JSON.get(key)
+        except TypeError:  # an unhashable entry
+            return _json(_module_entries(stack))
+        if text is None:
+            text = _STACK_JSON[key] = _json(_module_entries(stack))
+        return text
+
+    @staticmethod
+    def source_of(trace: str) -> str | None:
+        return first_user_frame(trace)
+
+    @staticmethod
+    def literal_json(a: Any) -> str:
+        """An argument that is not a node, None, bool, int, float, str, tuple or list."""
+        return _json(encode_arg(a))
 
     def _head(self, target: Any, op: str) -> tuple:
         """(target, op, the node text after its name, the text that closes it) for ``op`` on
         ``target``: what every node of that target shares."""
-        hit = self._infos.get(id(target))
-        if hit is None or hit[0] is not target:
-            hit = self._infos[id(target)] = (target, _TargetInfo(target))
-        info = hit[1]
+        info = self._info(target)
         tail = (',"mutates":' + _json(info.writes) if info.writes else "") + (',"aliases":true' if info.aliases else "")
         return (target, op, ',"op":"' + op + '","target":' + _text(info.name), tail)
 
@@ -362,7 +412,7 @@ class Serializer:
         except TypeError:  # an unhashable entry
             key, text = None, None
         if text is None:
-            entries = [_module_entry(k, p, t) for k, (p, t) in stack.items()]
+            entries = _module_entries(stack)
             text = ',"module":' + _json(entries[-1]) + ',"module_stack":' + _json(entries)
             if key is not None:
                 _STACK_TEXT[key] = text
@@ -398,14 +448,9 @@ class Serializer:
             text += hit[1]
         custom = meta.get("custom")
         if custom:
-            tags = [k[len(TAG_PREFIX):] for k in custom if k.startswith(TAG_PREFIX)]
+            tags = self.region_tags(custom)
             if tags:
                 text += ',"regions":' + _json(tags)
-                for t in tags:
-                    if t not in self.regions:
-                        decl = custom[TAG_PREFIX + t]
-                        decl = {"impl": decl["impl"]} if decl.get("source") is None else dict(decl)
-                        self.regions[t] = {**self._declared.get(t, {}), **decl}
         stack = meta.get("nn_module_stack")
         if stack:
             text += self._stack_text(stack)
@@ -413,13 +458,12 @@ class Serializer:
         if trace:
             src = _SOURCE_TEXT.get(trace)
             if src is None:
-                where = first_user_frame(trace)
+                where = self.source_of(trace)
                 src = _SOURCE_TEXT[trace] = "" if where is None else ',"source":' + _json(where)
             text += src
         if op == "placeholder" and name in self._weights:
             text += ',"weight":true'
         text += tail + "}"
-        self._seen[n] = (args, kwargs, val, text)
         return text
 
 

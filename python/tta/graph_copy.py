@@ -20,6 +20,17 @@ import torch
 import torch.fx
 from torch.fx.node import Node, map_arg
 
+# `Node.__init__` checks the target against the op (which the source graph's node passed
+# already), then runs `_NodeBase.__init__` and `_update_args_kwargs`, both C. Where it reads
+# exactly those names (torch 2.11 to 2.15), the copy calls the two C steps itself; a torch whose
+# constructor does more gets the constructor.
+_NODE_INIT_NAMES = {"callable", "ValueError", "torch", "typename", "_legal_ops", "AssertionError", "isinstance", "str",
+                    "super", "__init__", "_update_args_kwargs"}
+_NodeBase = getattr(torch._C, "_NodeBase", None)
+_fx_map_arg = getattr(torch._C, "_fx_map_arg", None)
+_C_STEPS = (_NodeBase is not None and _fx_map_arg is not None and Node.__bases__ == (_NodeBase,)
+            and set(Node.__init__.__code__.co_names) <= _NODE_INIT_NAMES)
+
 
 # The graph internals the node-by-node copy fills in; a torch without them gets fx's own copy.
 _INTERNALS = ("_graph_namespace", "_find_nodes_lookup_table", "_insert", "_len", "_tracer_cls", "_codegen")
@@ -35,10 +46,15 @@ def _fx_copy(g: torch.fx.Graph) -> torch.fx.Graph:
     return new
 
 
-def copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
+def copy_graph(g: torch.fx.Graph, by_name: dict[str, Node] | None = None) -> torch.fx.Graph:
+    """The copy; ``by_name``, when given, is filled with its nodes by name (the rewrite looks
+    nodes up by the names the pass uses, and a dict built here costs less than another walk)."""
     new = torch.fx.Graph(tracer_cls=getattr(g, "_tracer_cls", None))
     if not all(hasattr(new, a) for a in _INTERNALS) or not all(hasattr(new._graph_namespace, a) for a in _NAMESPACE_INTERNALS):
-        return _fx_copy(g)
+        new = _fx_copy(g)
+        if by_name is not None:
+            by_name.update((n.name, n) for n in new.nodes)
+        return new
     names = new._graph_namespace
     obj_to_name, used = names._obj_to_name, names._used_names
     # The lookup table's own key, inlined (`_FindNodesLookupTable._key`) where its layout is the
@@ -48,11 +64,19 @@ def copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
     insert = new._insert
     env: dict[Node, Node] = {}
     lookup = env.__getitem__
+    names_to = by_name if by_name is not None else {}
+    map_args = _fx_map_arg if _C_STEPS else map_arg
+    new_node, init = Node.__new__, _NodeBase.__init__ if _C_STEPS else None
     for n in g.nodes:
-        args = map_arg(n.args, lookup)
-        kwargs = map_arg(n.kwargs, lookup)
+        args = map_args(n._args, lookup)
+        kwargs = map_args(n._kwargs, lookup)
         name = n.name
-        node = Node(new, name, n.op, n.target, args, kwargs, n.type)
+        if init is not None:
+            node = new_node(Node)
+            init(node, new, name, n.op, n.target, n.type)
+            node._update_args_kwargs(args, kwargs)
+        else:
+            node = Node(new, name, n.op, n.target, args, kwargs, n.type)
         used.add(name)
         obj_to_name[node] = name
         # A new node's meta is a fresh empty dict: filling it costs no setattr, which would
@@ -65,5 +89,6 @@ def copy_graph(g: torch.fx.Graph) -> torch.fx.Graph:
             table.insert(node)
         new._len += 1
         env[n] = node
+        names_to[name] = node
     new._codegen = copy.deepcopy(g._codegen)
     return new

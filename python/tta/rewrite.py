@@ -1,9 +1,9 @@
 """``tta.rewrite``: run the Rust pass on an exported program and apply its result to the fx graph.
 
-Steps: serialize the graph (``graph.py``), analyze it in Rust, run each region's ``meta_impl``
-on the region's fake inputs, outline in Rust, replay the edits on a copy of the fx graph
-(registering one ``tta::<op>`` per plugin), have Rust check that both graphs agree, and only
-then hand the copy out. ``find_regions`` and ``lower_modules`` run the same pass.
+Steps: copy the fx graph, read the copy into the pass (``core.FxReader`` with ``graph.py``'s
+helpers), analyze it in Rust, run each region's ``meta_impl`` on the region's fake inputs,
+outline in Rust, replay the edits on the copy (registering one ``tta::<op>`` per plugin), have
+Rust check that both graphs agree, and only then hand the copy out. ``find_regions`` and ``lower_modules`` run the same pass.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .exported import with_new_graph
 from .graph_copy import copy_graph
 from .plugin import Plugin, declarations, lookup
 
-# Node meta copied from a region's first op onto the node replacing it; the serializer reads
+# Node meta copied from a region's first op onto the node replacing it; the reader reads
 # these, so the copy is what makes the fx graph equal the pass's graph.
 _CARRIED_META = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn")
 
@@ -147,11 +147,11 @@ def _outputs_of(plugin: Plugin, res: Any) -> list[MetaOutput] | str:
     return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
 
 
-def _apply(g: torch.fx.Graph, root: torch.nn.Module, edits: Sequence[Edit], moves: Sequence[Move],
-           summary: list[RegionSummary]) -> list[torch.fx.Node]:
-    """Replay the pass's edits on ``g``; returns the nodes it added."""
+def _apply(g: torch.fx.Graph, nodes: dict[str, torch.fx.Node], root: torch.nn.Module, edits: Sequence[Edit],
+           moves: Sequence[Move], summary: list[RegionSummary]) -> list[torch.fx.Node]:
+    """Replay the pass's edits on ``g``, whose nodes ``nodes`` holds by name (kept up to date);
+    returns the nodes it added."""
     added: list[torch.fx.Node] = []
-    nodes = {n.name: n for n in g.nodes}
     # An input may be another region's output that an earlier edit already replaced.
     replaced: dict[str, torch.fx.Node] = {}
     regions = {r.id: r for r in summary}
@@ -224,16 +224,20 @@ def graph_document(program: Any, caller: str) -> dict:
 
 
 def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
-             declared: dict[str, dict] | None = None) -> tuple[core.Analysis, graph.Serializer]:
+             declared: dict[str, dict] | None = None) -> tuple[core.Analysis, core.FxReader]:
     """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
-    ``declared`` (from the region markers) are what the graph alone does not say."""
+    ``declared`` (from the region markers) are what the graph alone does not say. The nodes go
+    to the pass through a reader (no JSON per node), which can re-read them after edits."""
+    serializer = graph.Serializer(weights, declared)
+    reader = serializer.reader()
+    with graph.NoGC():
+        reader.read(g.nodes)
     # A region whose `with` block traced nothing has a marker but no tagged node: it is
     # declared too (`declare_all`), and the pass refuses it as empty.
-    serializer = graph.Serializer(weights, declared)
-    header, nodes = serializer.graph_parts(g, declare_all=True)
+    header = serializer.header(declare_all=True)
     selectors_doc, selector_impls = _selectors.encode(selectors, g)
     impls = declarations({r["impl"] for r in serializer.regions.values()} | selector_impls)
-    return core.analyze(header, impls, selectors_doc, nodes=nodes), serializer
+    return core.analyze(header, impls, selectors_doc, reader=reader), reader
 
 
 def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True,
@@ -247,7 +251,7 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, 
     GraphModule gets the rewritten graph, and only once the whole rewrite succeeded) and a
     report that says, per region, which op replaced it or why it was refused. ``check`` has
     the pass confirm that the edited fx graph is exactly the graph it computed: by default from
-    the node order and a re-serialization of every node that is new or whose inputs changed
+    the node order and a re-reading of every node that is new or whose inputs or value changed
     (every other node is verified unchanged by identity); ``check="full"`` re-serializes the
     whole graph.
 
@@ -273,24 +277,24 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
 
     # Edit a copy of the graph (a Graph copy generates no code) and put it in place only when
     # everything succeeded, so a failure midway leaves the caller's program as it was.
-    g = copy_graph(_graph_of(program, "tta.rewrite"))
+    nodes: dict[str, torch.fx.Node] = {}
+    g = copy_graph(_graph_of(program, "tta.rewrite"), nodes)
     root = program.graph_module if isinstance(program, ExportedProgram) else program
-    found, nested = markers.take(g, root)
+    found, nested = markers.take(g, root)  # the markers' names stay in `nodes`; the pass never names them
     lap("copy")
     weights, declared = _weight_names(program), markers.declared(found)
-    analysis, serializer = _analyze(g, selectors, weights, declared)
-    lap("serialize")
+    analysis, reader = _analyze(g, selectors, weights, declared)
+    lap("read")
     summary = analysis.summary()
-    nodes = {n.name: n for n in g.nodes}
     meta = run_meta_impls(summary, nodes)
     outcome = analysis.outline(meta)
     lap("pass")
-    added = _apply(g, root, outcome.edits, outcome.moves, summary) if outcome.edits else []
+    added = _apply(g, nodes, root, outcome.edits, outcome.moves, summary) if outcome.edits else []
     lap("apply")
     if check == "full":
         outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
     elif check:
-        outcome.check_delta(*serializer.delta(g))
+        outcome.check_fx(reader, g.nodes)
     lap("check")
     if not isinstance(program, ExportedProgram) and outcome.edits:
         program.graph = g  # the setter regenerates the module's code

@@ -76,6 +76,22 @@ pub fn analyze_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S], impls: Imp
     analyze_parsed(|| graph::from_parts(header, nodes), impls, sel)
 }
 
+/// `analyze_json` on nodes read already (from the fx graph itself, `src/python/fx.rs`) and a
+/// header as in `analyze_parts`; reading them took `read_ms`, counted as the parse.
+pub fn analyze_nodes(header: &str, nodes: Vec<graph::Node>, read_ms: f64, impls: Impls, sel: &Selectors) -> Result<Analysis> {
+    let mut a = analyze_parsed(
+        || {
+            let mut g = graph::from_parts::<&str>(header, &[])?;
+            g.nodes = nodes;
+            Ok(g)
+        },
+        impls,
+        sel,
+    )?;
+    a.timings.parse_ms += read_ms;
+    Ok(a)
+}
+
 fn analyze_parsed(parse: impl FnOnce() -> Result<Graph>, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     let t = Instant::now();
     let g = parse()?;

@@ -1,6 +1,7 @@
 //! Bindings of the pass: `analyze`, then `Analysis.outline`, then the `Outcome` accessors and
 //! the checks of the host's edited graph.
 
+use super::fx::PyFxReader;
 use super::guard::{guarded, input_err, json, to_py};
 use crate::error::{Error, ErrorKind};
 use crate::graph;
@@ -99,17 +100,12 @@ impl PyOutcome {
     fn timings_json(&self) -> PyResult<String> {
         guarded("Outcome.timings_json", "", || Ok(json(&self.0.timings)))
     }
-    /// Raise CoreError("mismatch", ...) unless the rewritten fx graph's node names in order
-    /// (`order`) and its re-serialized changed nodes (`nodes_json`, name -> node) describe the
-    /// rewritten graph (see `Outcome::check_delta`). The names come as a list rather than in
-    /// the JSON: one string per node is what Python already holds.
-    fn check_delta(&self, py: Python<'_>, order: Vec<String>, nodes_json: &str) -> PyResult<()> {
-        guarded("Outcome.check_delta", nodes_json, || {
-            py.detach(|| {
-                let nodes = serde_json::from_str(nodes_json).map_err(|e| Error::new(ErrorKind::Input, format!("delta: {e}")))?;
-                self.0.check_delta(&pass::Delta { order, nodes })
-            })
-            .map_err(to_py)
+    /// `check_delta` on the edited fx graph itself: `reader` (which read the graph before the
+    /// edits) gives the node order and re-reads the nodes that changed.
+    fn check_fx(&self, py: Python<'_>, reader: &Bound<'_, PyFxReader>, nodes: &Bound<'_, PyAny>) -> PyResult<()> {
+        guarded("Outcome.check_fx", "", || {
+            let (order, nodes) = reader.get().delta(nodes)?;
+            py.detach(|| self.0.check_delta(&pass::Delta { order, nodes })).map_err(to_py)
         })
     }
     /// Raise CoreError("mismatch", ...) unless `graph_json` equals the rewritten graph.
@@ -127,15 +123,17 @@ impl PyOutcome {
 /// Step 1 of the pass: verify the graph, collect and validate regions. `selectors_json`
 /// (optional) chooses more regions by module type/path and by pattern (`regions::selectors`).
 /// With `nodes`, `graph_json` is the document without its nodes and `nodes` holds each node's
-/// JSON text; they parse in parallel (`graph::from_parts`).
+/// JSON text; they parse in parallel (`graph::from_parts`). With `reader`, the nodes are those
+/// it read from the fx graph (`fx.rs`), and `graph_json` again the document without them.
 #[pyfunction]
-#[pyo3(signature = (graph_json, impls_json, selectors_json=None, nodes=None))]
+#[pyo3(signature = (graph_json, impls_json, selectors_json=None, nodes=None, reader=None))]
 fn analyze(
     py: Python<'_>,
     graph_json: &str,
     impls_json: &str,
     selectors_json: Option<&str>,
     nodes: Option<Vec<PyBackedStr>>,
+    reader: Option<Bound<'_, PyFxReader>>,
 ) -> PyResult<PyAnalysis> {
     guarded("analyze", graph_json, || {
         let impls: pass::Impls = serde_json::from_str(impls_json).map_err(|e| input_err("impl declarations", e))?;
@@ -143,9 +141,11 @@ fn analyze(
             Some(text) => selectors::from_json(text).map_err(to_py)?,
             None => Selectors::default(),
         };
-        py.detach(|| match &nodes {
-            Some(nodes) => pass::analyze_parts(graph_json, nodes, impls, &selectors),
-            None => pass::analyze_json(graph_json, impls, &selectors),
+        let read = reader.map(|r| r.get().take_nodes(py)).transpose()?;
+        py.detach(|| match (read, &nodes) {
+            (Some((read, read_ms)), _) => pass::analyze_nodes(graph_json, read, read_ms, impls, &selectors),
+            (None, Some(nodes)) => pass::analyze_parts(graph_json, nodes, impls, &selectors),
+            (None, None) => pass::analyze_json(graph_json, impls, &selectors),
         })
         .map(|a| PyAnalysis(Mutex::new(Some(a))))
         .map_err(to_py)

@@ -2,9 +2,11 @@
 
 import copy
 
+import pytest
 import torch
 import torch.fx
 
+from tta import graph_copy
 from tta.graph_copy import copy_graph
 
 
@@ -25,9 +27,15 @@ def _shape(g: torch.fx.Graph) -> list:
             for n in g.nodes]
 
 
-def test_copy_equals_deepcopy_with_names_kept():
+@pytest.mark.parametrize("c_steps", [True, False], ids=["node-c-steps", "node-constructor"])
+def test_copy_equals_deepcopy_with_names_kept(monkeypatch, c_steps):
+    if c_steps:
+        assert graph_copy._C_STEPS, "this torch's Node constructor is one tta does not know; the copy uses it"
+    monkeypatch.setattr(graph_copy, "_C_STEPS", c_steps)
     g = _graph()
-    new, ref = copy_graph(g), copy.deepcopy(g)
+    by_name = {}
+    new, ref = copy_graph(g, by_name), copy.deepcopy(g)
+    assert by_name == {n.name: n for n in new.nodes}
     assert "input" in [n.name for n in new.nodes]  # fx's copy renames it; the signature names it
     for n, r in zip(new.nodes, ref.nodes):
         if n.name != r.name:

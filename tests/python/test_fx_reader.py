@@ -1,0 +1,118 @@
+"""The Rust reader of fx graphs (``core.FxReader``, what ``tta.rewrite`` hands the pass) reads
+every graph exactly as the Python serializer writes it, and the check after the edits re-reads
+what changed, the node values included."""
+
+import importlib
+import json
+import math
+import os
+import sys
+
+import pytest
+import torch
+import torch.fx
+
+import tta
+from tta import graph, markers
+from tta.graph_copy import copy_graph
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import models  # noqa: E402
+
+
+def _literals() -> torch.fx.Graph:
+    """Every kind of argument the graph format knows, and some it keeps opaque."""
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    x.meta["val"] = torch.empty(2, 4, device="meta")
+    v = g.call_function(torch.ops.aten.view.dtype, (x, torch.float16))
+    s = g.call_function(torch.ops.aten.slice.Tensor, (x, 0, None, 4))
+    f = g.call_function(torch.ops.aten.full.default, ([2, 2], -math.inf), {"device": torch.device("cpu"), "layout": torch.strided})
+    c = g.call_function(torch.ops.aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+    a = g.call_function(torch.ops.aten.add_.Tensor, (c, 1))
+    odd = g.call_function(
+        torch.ops.aten.add.Tensor,
+        (x, [True, 2**70, -0.0, math.nan, math.inf, "text", "ünïcode", None, (1, [2, 3])]),
+        {"slice": slice(None, x, 2), "opaque": {"a": 1}, "size": torch.Size([2, 3])},
+    )
+    odd.meta["val"] = (torch.empty(3, device="meta"), 7, 2.5, math.nan, True, None, "s")
+    g.output((v, s, f, a, odd))
+    return g
+
+
+def _symbolic_trace() -> torch.fx.Graph:
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.register_buffer("scale", torch.ones(4))
+
+        def forward(self, x):
+            return self.lin(x).relu().mul(self.scale).sum(dim=-1, keepdim=True)
+
+    return torch.fx.symbolic_trace(M()).graph
+
+
+def _exported(name: str):
+    ep = torch.export.export(models.build(name), models.example_inputs(name), dynamic_shapes=models.dynamic_shapes(name))
+    return ep.run_decompositions()
+
+
+def _both(g: torch.fx.Graph, weights=frozenset(), declared=None) -> tuple[dict, dict]:
+    """(what the serializer writes, what the reader reads) as graph documents."""
+    written = json.loads(graph.Serializer(weights, declared).graph_json(g, declare_all=True))
+    s = graph.Serializer(weights, declared)
+    reader = s.reader()
+    reader.read(g.nodes)
+    read = json.loads(s.header(declare_all=True))
+    read["nodes"] = reader.nodes()
+    return written, read
+
+
+@pytest.mark.parametrize("name", ["literals", "symbolic_trace", *[f"model:{m}" for m in (
+    "residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output", "inplace",
+    "nonconvex")]])
+def test_reader_reads_what_the_serializer_writes(name):
+    if name == "literals":
+        written, read = _both(_literals())
+    elif name == "symbolic_trace":
+        written, read = _both(_symbolic_trace())
+    else:
+        ep = _exported(name.split(":")[1])
+        g = copy_graph(ep.graph)
+        found, _ = markers.take(g, ep.graph_module)
+        weights = frozenset(s.arg.name for s in ep.graph_signature.input_specs if s.kind.name != "USER_INPUT")
+        written, read = _both(g, weights, markers.declared(found))
+        if name == "model:transformer_rmsnorm":  # what exported graphs carry besides ops
+            nodes = written["nodes"]
+            assert written["regions"] and any(n.get("weight") for n in nodes) and any(n.get("module_stack") for n in nodes)
+            assert any(n.get("source") for n in nodes) and any(n.get("regions") for n in nodes)
+    assert read == written
+    assert len(read["nodes"]) > 3
+
+
+def test_reader_refuses_a_second_analyze_and_an_unread_graph():
+    s = graph.Serializer()
+    reader = s.reader()
+    with pytest.raises(tta.GraphError, match="call read"):
+        tta.core.analyze(s.header(), {}, reader=reader)
+    reader.read(_symbolic_trace().nodes)
+    tta.core.analyze(s.header(), {}, reader=reader)
+    with pytest.raises(tta.GraphError, match="holds no nodes"):
+        tta.core.analyze(s.header(), {}, reader=reader)
+
+
+def test_check_catches_a_changed_value_on_an_untouched_node(monkeypatch):
+    rw = importlib.import_module("tta.rewrite")
+    real_apply = rw._apply
+
+    def bad_apply(g, *args):
+        added = real_apply(g, *args)
+        other = next(n for n in g.nodes if n.op == "call_function" and n not in added and "val" in n.meta)
+        other.meta["val"] = other.meta["val"].new_empty((*other.meta["val"].shape, 1))
+        return added
+
+    monkeypatch.setattr(rw, "_apply", bad_apply)
+    with pytest.raises(tta.GraphError) as err:
+        tta.rewrite(_exported("transformer_rmsnorm"))
+    assert err.value.kind == "mismatch" and "changed in the fx graph but the pass did not change it" in str(err.value)
