@@ -293,9 +293,10 @@ class FxReader:
     write them; then, after the edits, the nodes that changed (``Outcome.check_fx``)."""
 
     def __init__(self, facts: Any, weights: frozenset[str] = frozenset()):
+        import torch
         import torch.fx
 
-        self._raw = _core.FxReader(facts, torch.fx.Node, sorted(weights))
+        self._raw = _core.FxReader(facts, torch.fx.Node, torch.Tensor, torch.strided, sorted(weights))
 
     @_calls_core
     def read(self, nodes: Any) -> None:

@@ -43,6 +43,51 @@ impl<T: Clone> ByIdentity<T> {
     }
 }
 
+/// The last distinct object asked about and its value, for objects each node has its own copy
+/// of (export copies the module stack and the stack trace into every node) but that mostly
+/// equal the previous node's: one equality test in C instead of a call into Python.
+struct Recent<T>(Option<(Py<PyAny>, T)>);
+
+impl<T: Clone> Recent<T> {
+    fn get_or(&mut self, obj: &Bound<'_, PyAny>, make: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<T> {
+        if let Some((last, v)) = &self.0 {
+            let last = last.bind(obj.py());
+            if last.is(obj) || last.eq(obj)? {
+                return Ok(v.clone());
+            }
+        }
+        let v = make(obj)?;
+        self.0 = Some((obj.clone().unbind(), v.clone()));
+        Ok(v)
+    }
+}
+
+/// What makes two tensor values the same in the graph format (`graph.value_text`'s cache key):
+/// the dtype (a singleton, by address), whether the layout is strided, sizes and strides.
+#[derive(PartialEq, Eq, Hash)]
+struct TensorKey {
+    dtype: usize,
+    strided: bool,
+    shape: Vec<i64>,
+    stride: Vec<i64>,
+}
+
+/// The items of a sequence when every one is a plain int (not a SymInt).
+fn ints(seq: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
+    let mut out = Vec::new();
+    for x in seq.try_iter()? {
+        let x = x?;
+        if !x.is_exact_instance_of::<PyInt>() {
+            return Ok(None);
+        }
+        match x.extract::<i64>() {
+            Ok(i) => out.push(i),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
 #[derive(Clone)]
 struct TargetFacts {
     name: String,
@@ -71,14 +116,17 @@ struct Reader {
     weights: HashSet<String>,
     targets: ByIdentity<TargetFacts>,
     values: ByIdentity<Value>,
+    tensors: HashMap<TensorKey, Value, Fast>,
+    tensor_type: Py<PyAny>,
+    strided: Py<PyAny>,
     literals: ByIdentity<Arg>,
-    stacks: ByIdentity<Stack>,
+    stacks: Recent<Stack>,
     /// By the JSON text the helpers return. Export gives every node its own fake tensor and its
     /// own copy of the module stack; the helpers return one text object per distinct content,
     /// so each is parsed once.
     value_texts: ByIdentity<Value>,
     stack_texts: ByIdentity<Vec<ModuleRef>>,
-    sources: ByIdentity<Option<String>>,
+    sources: Recent<Option<String>>,
     seen: HashMap<usize, Seen, Fast>,
     /// Read and not yet handed to the pass.
     nodes: Option<Vec<Node>>,
@@ -139,10 +187,7 @@ impl Reader {
         let meta = meta.cast::<PyDict>()?;
         let val_obj = meta.get_item(intern!(py, "val"))?.filter(|v| !v.is_none());
         let val = match &val_obj {
-            Some(v) => {
-                let texts = &mut self.value_texts;
-                self.values.get_or(v, |v| parsed(texts, "the value of an fx node", &facts.call_method1(intern!(py, "value_json"), (v,))?))?
-            }
+            Some(v) => self.value(v)?,
             None => Value::None,
         };
         let regions = match meta.get_item(intern!(py, "custom"))? {
@@ -183,6 +228,49 @@ impl Reader {
             aliases: target.aliases,
             weight,
         })
+    }
+
+    /// A node's value: by identity, else (a tensor of static shape) by what `graph.value_text`
+    /// keys its text on, else as that helper writes it.
+    fn value(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+        let key = v.as_ptr() as usize;
+        if let Some((_, value)) = self.values.0.get(&key) {
+            return Ok(value.clone());
+        }
+        let tensor = self.tensor_key(v)?;
+        let value = match tensor.as_ref().and_then(|k| self.tensors.get(k)) {
+            Some(value) => value.clone(),
+            None => {
+                let text = self.facts.bind(v.py()).call_method1(intern!(v.py(), "value_json"), (v,))?;
+                let value = parsed(&mut self.value_texts, "the value of an fx node", &text)?;
+                if let Some(k) = tensor {
+                    self.tensors.insert(k, value.clone());
+                }
+                value
+            }
+        };
+        self.values.0.insert(key, (v.clone().unbind(), value.clone()));
+        Ok(value)
+    }
+
+    /// Dtype, layout, sizes and strides of a tensor whose sizes and strides are all ints.
+    fn tensor_key(&self, v: &Bound<'_, PyAny>) -> PyResult<Option<TensorKey>> {
+        let py = v.py();
+        if !v.is_instance(self.tensor_type.bind(py))? {
+            return Ok(None);
+        }
+        let dtype = v.getattr(intern!(py, "dtype"))?.as_ptr() as usize;
+        let strided = v.getattr(intern!(py, "layout"))?.is(self.strided.bind(py));
+        let Some(shape) = ints(&v.getattr(intern!(py, "shape"))?)? else { return Ok(None) };
+        let stride = if strided {
+            match ints(&v.call_method0(intern!(py, "stride"))?)? {
+                Some(s) => s,
+                None => return Ok(None),
+            }
+        } else {
+            Vec::new()
+        };
+        Ok(Some(TensorKey { dtype, strided, shape, stride }))
     }
 
     fn list(&mut self, items: &Bound<'_, PyAny>) -> PyResult<Vec<Arg>> {
@@ -277,21 +365,25 @@ impl PyFxReader {
 
 #[pymethods]
 impl PyFxReader {
-    /// `facts`: the serializer (`tta.graph.Serializer`); `node_type`: `torch.fx.Node`;
-    /// `weights`: placeholders holding parameters, buffers or constants.
+    /// `facts`: the serializer (`tta.graph.Serializer`); `node_type`, `tensor_type`, `strided`:
+    /// `torch.fx.Node`, `torch.Tensor`, `torch.strided`; `weights`: placeholders holding
+    /// parameters, buffers or constants.
     #[new]
-    fn new(facts: Py<PyAny>, node_type: Py<PyAny>, weights: Vec<String>) -> Self {
+    fn new(facts: Py<PyAny>, node_type: Py<PyAny>, tensor_type: Py<PyAny>, strided: Py<PyAny>, weights: Vec<String>) -> Self {
         PyFxReader(Mutex::new(Reader {
             facts,
             node_type,
             weights: weights.into_iter().collect(),
             targets: ByIdentity::new(),
             values: ByIdentity::new(),
+            tensors: HashMap::default(),
+            tensor_type,
+            strided,
             literals: ByIdentity::new(),
-            stacks: ByIdentity::new(),
+            stacks: Recent(None),
             value_texts: ByIdentity::new(),
             stack_texts: ByIdentity::new(),
-            sources: ByIdentity::new(),
+            sources: Recent(None),
             seen: HashMap::default(),
             nodes: None,
             read_ms: 0.0,
