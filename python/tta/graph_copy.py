@@ -46,9 +46,12 @@ def _fx_copy(g: torch.fx.Graph) -> torch.fx.Graph:
     return new
 
 
-def copy_graph(g: torch.fx.Graph, by_name: dict[str, Node] | None = None) -> torch.fx.Graph:
+def copy_graph(g: torch.fx.Graph, by_name: dict[str, Node] | None = None, codegen: bool = True) -> torch.fx.Graph:
     """The copy; ``by_name``, when given, is filled with its nodes by name (the rewrite looks
-    nodes up by the names the pass uses, and a dict built here costs less than another walk)."""
+    nodes up by the names the pass uses, and a dict built here costs less than another walk).
+    ``codegen=False`` leaves the copy fx's default code generator instead of a deep copy of
+    ``g``'s, for a caller that sets its own (an ExportedProgram's graph gets a flat one) or
+    generates no code."""
     new = torch.fx.Graph(tracer_cls=getattr(g, "_tracer_cls", None))
     if not all(hasattr(new, a) for a in _INTERNALS) or not all(hasattr(new._graph_namespace, a) for a in _NAMESPACE_INTERNALS):
         new = _fx_copy(g)
@@ -61,34 +64,46 @@ def copy_graph(g: torch.fx.Graph, by_name: dict[str, Node] | None = None) -> tor
     # known one.
     table = new._find_nodes_lookup_table
     rows = getattr(table, "table", None)
-    insert = new._insert
+    # `Graph._insert` is the root's `prepend`, which only calls the C `_prepend`.
+    insert = new._root._prepend if _C_STEPS else new._insert
+    # call_function rows by target identity: the row key hashes the target, a Python call for an
+    # OpOverload. The source graph keeps its targets alive, so ids are not reused meanwhile.
+    fn_rows: dict[int, dict] = {}
     env: dict[Node, Node] = {}
     lookup = env.__getitem__
     names_to = by_name if by_name is not None else {}
     map_args = _fx_map_arg if _C_STEPS else map_arg
     new_node, init = Node.__new__, _NodeBase.__init__ if _C_STEPS else None
+    count = 0
     for n in g.nodes:
         args = map_args(n._args, lookup)
         kwargs = map_args(n._kwargs, lookup)
-        name = n.name
+        name, op, target = n.name, n.op, n.target
         if init is not None:
             node = new_node(Node)
-            init(node, new, name, n.op, n.target, n.type)
+            init(node, new, name, op, target, n.type)
             node._update_args_kwargs(args, kwargs)
         else:
-            node = Node(new, name, n.op, n.target, args, kwargs, n.type)
+            node = Node(new, name, op, target, args, kwargs, n.type)
         used.add(name)
         obj_to_name[node] = name
         # A new node's meta is a fresh empty dict: filling it costs no setattr, which would
         # also look the node up in the graph's lookup table.
         node.meta.update(n.meta)
         insert(node)
-        if rows is not None:
-            rows[(node.op, node.target if node.op == "call_function" else None)][node] = None
-        else:
+        if rows is None:
             table.insert(node)
-        new._len += 1
+        elif op == "call_function":
+            row = fn_rows.get(id(target))
+            if row is None:
+                row = fn_rows[id(target)] = rows[(op, target)]
+            row[node] = None
+        else:
+            rows[(op, None)][node] = None
+        count += 1
         env[n] = node
         names_to[name] = node
-    new._codegen = copy.deepcopy(g._codegen)
+    new._len += count
+    if codegen:
+        new._codegen = copy.deepcopy(g._codegen)
     return new

@@ -218,7 +218,7 @@ def graph_document(program: Any, caller: str) -> dict:
     """The graph JSON of ``program`` exactly as ``tta.rewrite`` hands it to the pass (region
     markers taken out, weights and marker declarations in)."""
     g = _graph_of(program, caller)
-    g = copy_graph(g) if markers.present(g) else g  # taking the markers out changes it
+    g = copy_graph(g, codegen=False) if markers.present(g) else g  # taking the markers out changes it
     found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
     return json.loads(graph.Serializer(_weight_names(program), markers.declared(found)).graph_json(g, declare_all=True))
 
@@ -278,7 +278,9 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     # Edit a copy of the graph (a Graph copy generates no code) and put it in place only when
     # everything succeeded, so a failure midway leaves the caller's program as it was.
     nodes: dict[str, torch.fx.Node] = {}
-    g = copy_graph(_graph_of(program, "tta.rewrite"), nodes)
+    # An ExportedProgram's new graph gets a flat code generator (`with_new_graph`), as
+    # ExportedProgram's constructor gives it; a GraphModule keeps its own.
+    g = copy_graph(_graph_of(program, "tta.rewrite"), nodes, codegen=not isinstance(program, ExportedProgram))
     root = program.graph_module if isinstance(program, ExportedProgram) else program
     found, nested = markers.take(g, root)  # the markers' names stay in `nodes`; the pass never names them
     lap("copy")
@@ -335,7 +337,7 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
     with graph.NoGC():
         g = _graph_of(program, "tta.find_regions")
         # Only taking the markers out changes the graph; without them it is read as it is.
-        g = copy_graph(g) if markers.present(g) else g
+        g = copy_graph(g, codegen=False) if markers.present(g) else g
         found, _ = markers.take(g, program.graph_module if isinstance(program, ExportedProgram) else program)
         analysis, _ = _analyze(g, selectors, _weight_names(program), markers.declared(found))
         return analysis.members()
