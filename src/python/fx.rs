@@ -45,14 +45,31 @@ impl<T: Clone> ByIdentity<T> {
 
 /// The last distinct object asked about and its value, for objects each node has its own copy
 /// of (export copies the module stack and the stack trace into every node) but that mostly
-/// equal the previous node's: one equality test in C instead of a call into Python.
+/// equal the previous node's: one comparison in C instead of a call into Python.
 struct Recent<T>(Option<(Py<PyAny>, T)>);
+
+/// Equal, and for dicts in the same order too (a module stack lists the outermost module first;
+/// dict equality alone ignores order).
+fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if a.is(b) {
+        return Ok(true);
+    }
+    let (Ok(a), Ok(b)) = (a.cast::<PyDict>(), b.cast::<PyDict>()) else { return a.eq(b) };
+    if a.len() != b.len() {
+        return Ok(false);
+    }
+    for ((ka, va), (kb, vb)) in a.iter().zip(b.iter()) {
+        if !(ka.eq(&kb)? && va.eq(&vb)?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
 
 impl<T: Clone> Recent<T> {
     fn get_or(&mut self, obj: &Bound<'_, PyAny>, make: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<T> {
         if let Some((last, v)) = &self.0 {
-            let last = last.bind(obj.py());
-            if last.is(obj) || last.eq(obj)? {
+            if same(last.bind(obj.py()), obj)? {
                 return Ok(v.clone());
             }
         }

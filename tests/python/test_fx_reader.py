@@ -97,6 +97,25 @@ def test_reader_reads_what_the_serializer_writes(name):
     assert len(read["nodes"]) > 3
 
 
+def test_stacks_and_traces_like_the_previous_node_are_told_apart_by_order_and_content():
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    outer, inner = ("L__self__a", ("a", "pkg.Outer")), ("L__self__a_b", ("a.b", "pkg.Inner"))
+    stacks = [dict([outer, inner]), dict([outer, inner]), dict([inner, outer]), dict([outer]), dict([outer, ("L__self__a_b@1", ("a.b", "pkg.Inner"))])]
+    traces = ['File "/m.py", line 3, in f\n', 'File "/m.py", line 3, in f\n', 'File "/m.py", line 4, in f\n', "", None]
+    prev = x
+    for stack, trace in zip(stacks, traces):
+        prev = g.call_function(torch.ops.aten.relu.default, (prev,))
+        prev.meta["nn_module_stack"] = stack
+        prev.meta["stack_trace"] = "".join(trace) if trace else trace  # equal texts, distinct objects
+    g.output((prev,))
+    written, read = _both(g)
+    assert read == written
+    got = [(n.get("module_stack"), n.get("source")) for n in read["nodes"][1:-1]]
+    assert got[0] == got[1] and got[2][0] == list(reversed(got[0][0])) and got[2][1] == "/m.py:4"
+    assert got[4][0][1]["call"] == 1 and got[3][1] is None
+
+
 def test_reader_refuses_a_second_analyze_and_an_unread_graph():
     s = graph.Serializer()
     reader = s.reader()
