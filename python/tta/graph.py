@@ -276,10 +276,10 @@ _LITERAL_TEXT: dict[tuple, str] = {}
 # OpOverload hashes in Python, which costs more than the lookup; the entry keeps the target
 # alive, so its id cannot be reused.
 _TARGET_INFOS: dict[int, tuple[Any, "_TargetInfo"]] = {}
-# `"module"` + `"module_stack"` members by the stack's entries: every export of a model repeats
-# the same few stacks.
-_STACK_TEXT: dict[tuple, str] = {}
+# A module stack's entries as JSON, by the stack's items (every export of a model repeats the
+# same few stacks), and the `"module"` + `"module_stack"` members by that text.
 _STACK_JSON: dict[tuple, str] = {}
+_STACK_TEXT: dict[str, str] = {}
 # `"source"` members by stack trace text (the same trace recurs on every op of a source line).
 _SOURCE_TEXT: dict[str, str] = {}
 _CALLS = frozenset(("call_function", "call_method", "call_module", "get_attr"))
@@ -406,16 +406,11 @@ class Serializer:
         cached = self._stacks.get(id(stack))
         if cached is not None and cached[0] is stack:
             return cached[1]
-        try:
-            key = tuple(stack.items())
-            text = _STACK_TEXT.get(key)
-        except TypeError:  # an unhashable entry
-            key, text = None, None
+        # The entries' text is one object per distinct stack (`module_stack_json`).
+        entries = self.module_stack_json(stack)
+        text = _STACK_TEXT.get(entries)
         if text is None:
-            entries = _module_entries(stack)
-            text = ',"module":' + _json(entries[-1]) + ',"module_stack":' + _json(entries)
-            if key is not None:
-                _STACK_TEXT[key] = text
+            text = _STACK_TEXT[entries] = ',"module":' + _json(_module_entries(stack)[-1]) + ',"module_stack":' + entries
         self._stacks[id(stack)] = (stack, text)
         return text
 

@@ -3,7 +3,8 @@
 Steps: copy the fx graph, read the copy into the pass (``core.FxReader`` with ``graph.py``'s
 helpers), analyze it in Rust, run each region's ``meta_impl`` on the region's fake inputs,
 outline in Rust, replay the edits on the copy (registering one ``tta::<op>`` per plugin), have
-Rust check that both graphs agree, and only then hand the copy out. ``find_regions`` and ``lower_modules`` run the same pass.
+Rust check that both graphs agree, and only then hand the copy out. ``find_regions`` and
+``lower_modules`` run the same pass.
 """
 
 from __future__ import annotations

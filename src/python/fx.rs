@@ -120,7 +120,8 @@ struct Stack {
 
 /// The objects a node was read from; a node whose objects are all still the same is unchanged.
 struct Seen {
-    node: Py<PyAny>,
+    /// Held so that the node's address, the map's key, stays its own.
+    _node: Py<PyAny>,
     args: Py<PyAny>,
     kwargs: Py<PyAny>,
     val: Option<Py<PyAny>>,
@@ -138,10 +139,8 @@ struct Reader {
     strided: Py<PyAny>,
     literals: ByIdentity<Arg>,
     stacks: Recent<Stack>,
-    /// By the JSON text the helpers return. Export gives every node its own fake tensor and its
-    /// own copy of the module stack; the helpers return one text object per distinct content,
-    /// so each is parsed once.
-    value_texts: ByIdentity<Value>,
+    /// By the JSON text `module_stack_json` returns: one text object per distinct stack, so a
+    /// stack unlike the previous node's is parsed once.
     stack_texts: ByIdentity<Vec<ModuleRef>>,
     sources: Recent<Option<String>>,
     seen: HashMap<usize, Seen, Fast>,
@@ -228,7 +227,7 @@ impl Reader {
         let weight = op == OpKind::Placeholder && self.weights.contains(&name);
         self.seen.insert(
             n.as_ptr() as usize,
-            Seen { node: n.clone().unbind(), args: args_obj.unbind(), kwargs: kwargs_obj.unbind(), val: val_obj.map(Bound::unbind) },
+            Seen { _node: n.clone().unbind(), args: args_obj.unbind(), kwargs: kwargs_obj.unbind(), val: val_obj.map(Bound::unbind) },
         );
         Ok(Node {
             name,
@@ -259,7 +258,7 @@ impl Reader {
             Some(value) => value.clone(),
             None => {
                 let text = self.facts.bind(v.py()).call_method1(intern!(v.py(), "value_json"), (v,))?;
-                let value = parsed(&mut self.value_texts, "the value of an fx node", &text)?;
+                let value: Value = parse_json("the value of an fx node", text.cast::<PyString>()?.to_str()?)?;
                 if let Some(k) = tensor {
                     self.tensors.insert(k, value.clone());
                 }
@@ -329,8 +328,7 @@ impl Reader {
         let py = n.py();
         let Some(s) = self.seen.get(&(n.as_ptr() as usize)) else { return Ok(false) };
         let val = n.getattr(intern!(py, "meta"))?.cast::<PyDict>()?.get_item(intern!(py, "val"))?.filter(|v| !v.is_none());
-        Ok(s.node.bind(py).is(n)
-            && s.args.bind(py).is(&n.getattr(intern!(py, "_args"))?)
+        Ok(s.args.bind(py).is(&n.getattr(intern!(py, "_args"))?)
             && s.kwargs.bind(py).is(&n.getattr(intern!(py, "_kwargs"))?)
             && match (&s.val, &val) {
                 (None, None) => true,
@@ -398,7 +396,6 @@ impl PyFxReader {
             strided,
             literals: ByIdentity::new(),
             stacks: Recent(None),
-            value_texts: ByIdentity::new(),
             stack_texts: ByIdentity::new(),
             sources: Recent(None),
             seen: HashMap::default(),

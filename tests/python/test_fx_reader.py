@@ -45,16 +45,7 @@ def _literals() -> torch.fx.Graph:
 
 
 def _symbolic_trace() -> torch.fx.Graph:
-    class M(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(4, 4)
-            self.register_buffer("scale", torch.ones(4))
-
-        def forward(self, x):
-            return self.lin(x).relu().mul(self.scale).sum(dim=-1, keepdim=True)
-
-    return torch.fx.symbolic_trace(M()).graph
+    return torch.fx.symbolic_trace(models.ModulesAndMethods()).graph
 
 
 def _exported(name: str):

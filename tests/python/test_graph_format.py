@@ -98,16 +98,9 @@ def test_symbolic_dims_serialize_as_expressions():
 
 
 def test_symbolic_trace_graph_with_modules_and_methods_round_trips():
-    class M(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = torch.nn.Linear(4, 4)
-            self.register_buffer("scale", torch.ones(4))
+    import models
 
-        def forward(self, x):
-            return self.lin(x).relu().mul(self.scale)
-
-    gm = torch.fx.symbolic_trace(M())
+    gm = torch.fx.symbolic_trace(models.ModulesAndMethods())
     ops = {n.op for n in gm.graph.nodes}
     assert {"call_module", "call_method", "get_attr", "placeholder", "output"} <= ops
     text = graph.to_json(gm.graph)
