@@ -5,7 +5,7 @@ mod common;
 use common::{graph_of, impls, t};
 use serde_json::json;
 use std::collections::HashMap;
-use tta::graph::verify::verify;
+use tta::graph::verify::{verify, verify_rewritten};
 use tta::lowering::{MetaOut, Status};
 use tta::pass::{self, MetaResult};
 
@@ -47,6 +47,28 @@ fn verifier_names_the_offending_node() {
 
     let e = verify_err(json!([ph("x", &["4"]), call("b", "aten.relu.default", json!([{"ref": "x"}]), &["s0 * * 2"], None), out("o", &["b"])]));
     assert_eq!(e.node.as_deref(), Some("b"));
+}
+
+#[test]
+fn the_verifier_after_a_rewrite_checks_every_reference_and_the_changed_values() {
+    let doc = |nodes: serde_json::Value| {
+        let doc = json!({"format": "tta-graph", "version": 1, "nodes": nodes});
+        tta::graph::from_json(&doc.to_string()).unwrap()
+    };
+    let rewritten = |bad: &str| {
+        json!([ph("x", &["4"]), call("a", "aten.relu.default", json!([{"ref": bad}]), &["4"], None),
+               call("b", "aten.relu.default", json!([{"ref": "a"}]), &["s0 * * 2"], None), out("o", &["b"])])
+    };
+    // A reader left pointing at a removed node is caught on an unchanged node too.
+    let g = doc(rewritten("gone"));
+    let e = verify_rewritten(&g, &[false, false, true, false]).unwrap_err();
+    assert_eq!(e.node.as_deref(), Some("a"), "{e}");
+    // A value is checked where the pass changed the node; the others' were verified before.
+    let g = doc(rewritten("x"));
+    let e = verify_rewritten(&g, &[false, false, true, false]).unwrap_err();
+    assert_eq!(e.node.as_deref(), Some("b"), "{e}");
+    assert!(verify_rewritten(&g, &[false, false, false, false]).is_ok());
+    assert!(verify(&g).is_err(), "the full verifier checks every value");
 }
 
 fn region_graph(shape: &[&str]) -> tta::graph::Graph {

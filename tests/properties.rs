@@ -96,7 +96,7 @@ fn reachability(g: &Graph) -> Vec<HashSet<usize>> {
 /// Replace every `tta.*` call by the body of its region (the original member nodes, wired to the
 /// call's arguments) and every getitem of it by the member it stands for.
 fn inline(rewritten: &Graph, original: &Graph, edits: &[Edit]) -> Graph {
-    let by_name: HashMap<&str, &Node> = original.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let by_name: HashMap<&str, &Node> = original.nodes.iter().map(|n| (n.name.as_str(), &**n)).collect();
     let edit_of: HashMap<&str, &Edit> = edits.iter().map(|e| (e.node.as_str(), e)).collect();
     // New value name -> the original value it replaces.
     let mut back: HashMap<String, String> = HashMap::new();
@@ -133,7 +133,7 @@ fn inline(rewritten: &Graph, original: &Graph, edits: &[Edit]) -> Graph {
                 nodes.push(body);
             }
         } else if !back.contains_key(&n.name) {
-            let mut n = n.clone();
+            let mut n = (**n).clone();
             n.map_refs(&mut |r| back.get(r).cloned());
             nodes.push(n);
         }
@@ -147,7 +147,7 @@ fn without_tags(g: &Graph) -> HashMap<String, Node> {
     g.nodes
         .iter()
         .map(|n| {
-            let mut n = n.clone();
+            let mut n = (**n).clone();
             n.regions.clear();
             (n.name.clone(), n)
         })

@@ -52,6 +52,15 @@ def _calls_core(fn: Callable[..., _T]) -> Callable[..., _T]:
     return wrapper
 
 
+def _frozen(cls: type[_T], **fields: Any) -> _T:
+    """An instance of the frozen dataclass ``cls`` with every field given: what its ``__init__``
+    makes, without one ``object.__setattr__`` call per field (decoding a report makes
+    thousands of ports)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
+
+
 # -- graph values crossing the boundary -------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -73,8 +82,9 @@ class Port:
     @staticmethod
     def decode(d: Mapping[str, Any]) -> "Port":
         if d["kind"] == "tensor":
-            return Port(d["name"], "tensor", dtype=d["dtype"], shape=tuple(d["shape"]), mutated=d.get("mutated", False))
-        return Port(d["name"], d["kind"], expr=d["expr"], mutated=d.get("mutated", False))
+            return _frozen(Port, name=d["name"], kind="tensor", dtype=d["dtype"], shape=tuple(d["shape"]), expr=None,
+                           mutated=d.get("mutated", False))
+        return _frozen(Port, name=d["name"], kind=d["kind"], dtype=None, shape=(), expr=d["expr"], mutated=d.get("mutated", False))
 
     def signature(self) -> tuple:
         """What makes two ports interchangeable for a plugin (everything but the node name)."""
@@ -92,7 +102,7 @@ class Origin:
 
     @staticmethod
     def decode(d: Mapping[str, Any]) -> "Origin":
-        return Origin(d["kind"], d.get("selector"), d.get("path"), d.get("pattern"))
+        return _frozen(Origin, kind=d["kind"], selector=d.get("selector"), path=d.get("path"), pattern=d.get("pattern"))
 
 
 @dataclass(frozen=True)
@@ -296,7 +306,7 @@ class FxReader:
         import torch
         import torch.fx
 
-        self._raw = _core.FxReader(facts, torch.fx.Node, torch.Tensor, torch.strided, sorted(weights))
+        self._raw = _core.FxReader(facts, torch.fx.Node, torch.Tensor, torch.SymInt, torch.strided, sorted(weights))
 
     @_calls_core
     def read(self, nodes: Any) -> None:

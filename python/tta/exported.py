@@ -21,6 +21,7 @@ from typing import Sequence
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch._export import verifier as _verifier
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.export import ExportedProgram
@@ -44,7 +45,8 @@ def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch
     for spec, arg in zip(sig.output_specs, out_node.args[0]):
         if isinstance(arg, torch.fx.Node) and hasattr(spec.arg, "name"):
             spec.arg.name = arg.name
-    range_constraints = copy.deepcopy(ep.range_constraints)
+    # Symbols and ValueRanges (a frozen dataclass) are immutable: a new dict is a copy.
+    range_constraints = dict(ep.range_constraints)
     module_call_graph = _copy_call_graph(ep._module_call_graph)
     if set(vars(ep)) != _PROGRAM_FIELDS:
         return ExportedProgram(root=ep.graph_module, graph=g, graph_signature=sig, state_dict=ep.state_dict,
@@ -54,7 +56,7 @@ def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch
     gm = _LazyGraphModule(ep.graph_module, g)
     gm.meta.update(ep.graph_module.meta)
     _exported._common_getitem_elimination_pass(gm, sig, module_call_graph)
-    new = copy.copy(ep)
+    new = _shallow(ep)
     new._graph_module = gm
     new._graph_signature = sig
     new._range_constraints = range_constraints
@@ -104,13 +106,23 @@ def _graph_module_of(g: torch.fx.Graph, added: Sequence[torch.fx.Node]) -> torch
 
 
 def _shallow(obj):
-    """``copy.copy`` of a plain dataclass instance without the ``__reduce_ex__`` round trip
-    (a program's signature holds one spec per parameter)."""
-    if not hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__") or hasattr(obj, "__copy__"):
+    """``copy.copy`` of a plain object (a dataclass instance, the program) without the
+    ``__reduce_ex__`` round trip (a program's signature holds one spec per parameter)."""
+    cls = type(obj)
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = (hasattr(obj, "__dict__") and not hasattr(cls, "__slots__") and not hasattr(cls, "__copy__")
+                               and cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__)
+    if not plain:
         return copy.copy(obj)
-    new = object.__new__(type(obj))
+    new = object.__new__(cls)
     new.__dict__.update(obj.__dict__)
     return new
+
+
+# Per class: whether `_shallow` may copy its instances' __dict__ (no __slots__, no __copy__,
+# no custom reduce), which is what copy.copy does for them.
+_PLAIN: dict[type, bool] = {}
 
 
 def _copy_spec(spec):
@@ -127,15 +139,38 @@ def _copy_signature(sig: ExportGraphSignature) -> ExportGraphSignature:
 
 
 def _copy_call_graph(entries: list) -> list:
-    """Entries are copied; only the few with a signature (the root, preserved modules) are
-    copied in depth."""
+    """Entries are copied, and of each signature (the root's, preserved modules') what can be
+    renamed: its argument specs. Its pytree specs are frozen dataclasses and are shared; a
+    signature with other fields than these is copied in depth."""
     out = []
     for e in entries:
-        e = copy.copy(e)
-        if e.signature is not None:
-            e.signature = copy.deepcopy(e.signature)
+        e = _shallow(e)
+        sig = e.signature
+        if sig is not None:
+            e.signature = _copy_module_signature(sig) if _shares_specs(sig) else copy.deepcopy(sig)
         out.append(e)
     return out
+
+
+_SIGNATURE_FIELDS = ("inputs", "outputs", "in_spec", "out_spec", "forward_arg_names")
+
+
+def _shares_specs(sig) -> bool:
+    return tuple(vars(sig)) == _SIGNATURE_FIELDS and _frozen_spec(sig.in_spec) and _frozen_spec(sig.out_spec)
+
+
+def _frozen_spec(spec) -> bool:
+    params = getattr(type(spec), "__dataclass_params__", None)
+    return isinstance(spec, pytree.TreeSpec) and params is not None and params.frozen
+
+
+def _copy_module_signature(sig):
+    sig = _shallow(sig)
+    sig.inputs = [_shallow(a) for a in sig.inputs]
+    sig.outputs = [_shallow(a) for a in sig.outputs]
+    if sig.forward_arg_names is not None:
+        sig.forward_arg_names = list(sig.forward_arg_names)
+    return sig
 
 
 def _guards_code(gm: torch.fx.GraphModule) -> list[str]:

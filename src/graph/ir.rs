@@ -16,7 +16,9 @@ pub const VERSION: u32 = 1;
 pub struct Graph {
     pub format: String,
     pub version: u32,
-    pub nodes: Vec<Node>,
+    /// Boxed: passes move and reorder nodes (a node is a few hundred bytes) and a 100k-node
+    /// graph's list is then a few hundred kilobytes to move instead of tens of megabytes.
+    pub nodes: Vec<Box<Node>>,
     /// Region instances declared by annotations (`lower_as`): id -> declaration.
     /// Selector-made regions (module type, pattern) are added by the pass, not carried here.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
@@ -288,7 +290,6 @@ impl Node {
 
 impl Graph {
     pub fn new(nodes: Vec<Node>) -> Self {
-        Graph { format: FORMAT.into(), version: VERSION, nodes, regions: IndexMap::new() }
+        Graph { format: FORMAT.into(), version: VERSION, nodes: nodes.into_iter().map(Box::new).collect(), regions: IndexMap::new() }
     }
 }
-

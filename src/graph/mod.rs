@@ -26,10 +26,9 @@ pub fn from_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S]) -> Result<Gra
     if !g.nodes.is_empty() {
         return Err(Error::new(ErrorKind::Parse, "graph JSON: a header given with separate nodes must have `\"nodes\": []`"));
     }
-    let parsed = crate::par::map(nodes, |i, text| {
-        serde_json::from_str::<Node>(text.as_ref()).map_err(|e| Error::new(ErrorKind::Parse, format!("graph JSON: node #{i}: {e}")))
-    });
-    g.nodes = parsed.into_iter().collect::<Result<Vec<Node>>>()?;
+    g.nodes = crate::par::try_map(nodes, |i, text| {
+        serde_json::from_str::<Box<Node>>(text.as_ref()).map_err(|e| Error::new(ErrorKind::Parse, format!("graph JSON: node #{i}: {e}")))
+    })?;
     Ok(g)
 }
 
@@ -46,7 +45,7 @@ pub fn to_json(g: &Graph) -> String {
     if g.nodes.len() < 2 * NODES_PER_PIECE {
         return json_text(g);
     }
-    let pieces: Vec<&[Node]> = g.nodes.chunks(NODES_PER_PIECE).collect();
+    let pieces: Vec<&[Box<Node>]> = g.nodes.chunks(NODES_PER_PIECE).collect();
     let pieces = crate::par::map(&pieces, |_, nodes| {
         let mut out = Vec::with_capacity(nodes.len() * 160);
         for (i, n) in nodes.iter().enumerate() {

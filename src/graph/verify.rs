@@ -37,6 +37,19 @@ pub struct Verified<'a> {
 /// nodes are checked one after another; past the names (one index, built in order), each
 /// node's checks run in parallel on large graphs.
 pub fn verify(g: &Graph) -> Result<Verified<'_>> {
+    let (index, inputs) = verify_nodes(g, None)?;
+    Ok(Verified { index, inputs })
+}
+
+/// `verify` on a graph a pass rewrote from a verified one: `changed` marks the nodes it made or
+/// rewired. Every node's name, references and region tags are checked as `verify` checks them;
+/// values only on changed nodes (the others' are as verified before); no producers are
+/// collected.
+pub fn verify_rewritten(g: &Graph, changed: &[bool]) -> Result<()> {
+    verify_nodes(g, Some(changed)).map(drop)
+}
+
+fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex<'g>, Vec<Vec<usize>>)> {
     if g.format != FORMAT || g.version != VERSION {
         return Err(Error::new(
             ErrorKind::Parse,
@@ -62,10 +75,16 @@ pub fn verify(g: &Graph) -> Result<Verified<'_>> {
         }
     }
     let named = bad_name.as_ref().map_or(g.nodes.len(), |(i, _)| *i);
-    let checked = crate::par::map(&g.nodes[..named], |i, node| check_node(g, &index, i, node));
-    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(g.nodes.len());
+    let checked = crate::par::map(&g.nodes[..named], |i, node| {
+        let contents = changed.is_none_or(|c| c.get(i).copied().unwrap_or(true));
+        check_node(g, &index, i, node, contents, changed.is_none())
+    });
+    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(if changed.is_none() { g.nodes.len() } else { 0 });
     for producers in checked {
-        inputs.push(producers?);
+        let producers = producers?;
+        if changed.is_none() {
+            inputs.push(producers);
+        }
     }
     if let Some((_, e)) = bad_name {
         return Err(e);
@@ -74,17 +93,18 @@ pub fn verify(g: &Graph) -> Result<Verified<'_>> {
     if outputs != 1 {
         return Err(Error::new(ErrorKind::Verify, format!("a graph has exactly one output node, found {outputs}")));
     }
-    Ok(Verified { index, inputs })
+    Ok((index, inputs))
 }
 
-/// One node's checks given every name before it; its distinct producers in first-use order.
-fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node) -> Result<Vec<usize>> {
+/// One node's checks given every name before it: its references and region tags, and with
+/// `contents` its value. With `collect`, its distinct producers in first-use order.
+fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node, contents: bool, collect: bool) -> Result<Vec<usize>> {
     let mut bad_ref = None;
     let mut producers = Vec::new();
     node.args.iter().chain(node.kwargs.values()).for_each(|a| {
         a.for_each_ref(&mut |r| match index.get(r) {
             Some(&j) if j < i => {
-                if !producers.contains(&j) {
+                if collect && !producers.contains(&j) {
                     producers.push(j);
                 }
             }
@@ -102,7 +122,9 @@ fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node) -> Result
     if node.op == OpKind::Output && i + 1 != g.nodes.len() {
         return Err(err(node, "the output node must be the last node"));
     }
-    verify_value(node, &node.val)?;
+    if contents {
+        verify_value(node, &node.val)?;
+    }
     for r in &node.regions {
         if !g.regions.contains_key(r) {
             return Err(err(node, format!("region tag `{r}` has no declaration in the graph's regions")));

@@ -87,7 +87,7 @@ pub fn legalize(g: &mut Graph) -> (Vec<Move>, Option<Vec<usize>>) {
         }
         moves.push(Move { node: g.nodes[node].name.clone(), after: g.nodes[before].name.clone() });
     }
-    let mut slots: Vec<Option<crate::graph::Node>> = std::mem::take(&mut g.nodes).into_iter().map(Some).collect();
+    let mut slots: Vec<Option<Box<crate::graph::Node>>> = std::mem::take(&mut g.nodes).into_iter().map(Some).collect();
     g.nodes = order.iter().map(|&i| slots[i].take().expect("a permutation")).collect();
     (moves, Some(order))
 }

@@ -249,7 +249,7 @@ impl Spliced<'_> {
         touched
     }
 
-    fn in_place(&mut self, mut nodes: Vec<Node>, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Vec<Node> {
+    fn in_place(&mut self, mut nodes: Vec<Box<Node>>, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Vec<Box<Node>> {
         // Slots [0, w) hold the result so far, [w, i) removed members, [i, ..) what is left.
         let mut w = 0;
         let mut inserts = inserts.into_iter().peekable();
@@ -257,7 +257,8 @@ impl Spliced<'_> {
             while let Some((_, new)) = inserts.next_if(|(pos, _)| *pos == i) {
                 for mut n in new {
                     self.rewire(&mut n, i);
-                    nodes[w] = n;
+                    // Into the removed member's box: no new allocation.
+                    *nodes[w] = n;
                     self.changed.push(true);
                     w += 1;
                 }
@@ -265,7 +266,9 @@ impl Spliced<'_> {
             if removed[i] {
                 continue;
             }
-            nodes.swap(w, i);
+            if w != i {
+                nodes.swap(w, i);
+            }
             let touched = rewire[i] && self.rewire(&mut nodes[w], i);
             self.changed.push(touched);
             w += 1;
@@ -274,7 +277,7 @@ impl Spliced<'_> {
         nodes
     }
 
-    fn copying(&mut self, old: Vec<Node>, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Vec<Node> {
+    fn copying(&mut self, old: Vec<Box<Node>>, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Vec<Box<Node>> {
         let extra: usize = inserts.iter().map(|(_, new)| new.len()).sum();
         let mut nodes = Vec::with_capacity(old.len() + extra);
         let mut inserts = inserts.into_iter().peekable();
@@ -282,7 +285,7 @@ impl Spliced<'_> {
             while let Some((_, new)) = inserts.next_if(|(pos, _)| *pos == i) {
                 for mut n in new {
                     self.rewire(&mut n, i);
-                    nodes.push(n);
+                    nodes.push(Box::new(n));
                     self.changed.push(true);
                 }
             }
@@ -357,6 +360,7 @@ mod tests {
     fn both_ways_of_splicing_agree_and_the_list_is_reused_when_it_fits() {
         for k in 1..=3 {
             let (nodes, removed, rewire, inserts, rename) = case(k);
+            let nodes: Vec<Box<Node>> = nodes.into_iter().map(Box::new).collect();
             assert_eq!(fits_in_place(&removed, &inserts), k == 1, "k = {k}");
             let mut a = Spliced { changed: Vec::new(), in_order: true, rename: &rename };
             let mut b = Spliced { changed: Vec::new(), in_order: true, rename: &rename };

@@ -11,7 +11,7 @@
 
 use super::guard::{guarded, to_py};
 use crate::error::{Error, ErrorKind};
-use crate::graph::{Arg, ModuleRef, Node, OpKind, Value};
+use crate::graph::{Arg, Dim, ModuleRef, Node, OpKind, TensorMeta, Value};
 use indexmap::IndexMap;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -43,66 +43,60 @@ impl<T: Clone> ByIdentity<T> {
     }
 }
 
-/// The last distinct object asked about and its value, for objects each node has its own copy
-/// of (export copies the module stack and the stack trace into every node) but that mostly
-/// equal the previous node's: one comparison in C instead of a call into Python.
-struct Recent<T>(Option<(Py<PyAny>, T)>);
+/// The last few distinct objects asked about and their values, for objects each node has its
+/// own copy of (export copies the module stack, the stack trace and the region tags into every
+/// node) but that mostly equal one of the last nodes' (a loop body alternates between a few
+/// modules): a comparison in C instead of a call into Python.
+struct Recent<T>(Vec<(Py<PyAny>, T)>);
+
+/// How many distinct objects `Recent` remembers.
+const RECENT: usize = 4;
 
 /// Equal, and for dicts in the same order too (a module stack lists the outermost module first;
-/// dict equality alone ignores order).
-fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+/// dict equality alone ignores order). Values that fail to compare (a user's tensor in
+/// `meta["custom"]`) are not the same.
+fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> bool {
     if a.is(b) {
-        return Ok(true);
+        return true;
     }
-    let (Ok(a), Ok(b)) = (a.cast::<PyDict>(), b.cast::<PyDict>()) else { return a.eq(b) };
-    if a.len() != b.len() {
-        return Ok(false);
-    }
-    for ((ka, va), (kb, vb)) in a.iter().zip(b.iter()) {
-        if !(ka.eq(&kb)? && va.eq(&vb)?) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    let (Ok(a), Ok(b)) = (a.cast::<PyDict>(), b.cast::<PyDict>()) else {
+        return a.eq(b).unwrap_or(false);
+    };
+    a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka.eq(&kb).unwrap_or(false) && va.eq(&vb).unwrap_or(false))
 }
 
 impl<T: Clone> Recent<T> {
+    fn new() -> Self {
+        Recent(Vec::with_capacity(RECENT))
+    }
+
     fn get_or(&mut self, obj: &Bound<'_, PyAny>, make: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<T> {
-        if let Some((last, v)) = &self.0 {
-            if same(last.bind(obj.py()), obj)? {
-                return Ok(v.clone());
+        for i in 0..self.0.len() {
+            if same(self.0[i].0.bind(obj.py()), obj) {
+                let v = self.0[i].1.clone();
+                // Most recent first: a run of equal objects costs one comparison each.
+                self.0[..=i].rotate_right(1);
+                return Ok(v);
             }
         }
         let v = make(obj)?;
-        self.0 = Some((obj.clone().unbind(), v.clone()));
+        if self.0.len() == RECENT {
+            self.0.pop();
+        }
+        self.0.insert(0, (obj.clone().unbind(), v.clone()));
         Ok(v)
     }
 }
 
-/// What makes two tensor values the same in the graph format (`graph.value_text`'s cache key):
-/// the dtype (a singleton, by address), whether the layout is strided, sizes and strides.
+/// What makes two tensor values the same in the graph format (`graph.value_text`'s cache key,
+/// with symbolic sizes by their text): the dtype (a singleton, by address), whether the layout
+/// is strided, sizes and strides.
 #[derive(PartialEq, Eq, Hash)]
 struct TensorKey {
     dtype: usize,
     strided: bool,
-    shape: Vec<i64>,
-    stride: Vec<i64>,
-}
-
-/// The items of a sequence when every one is a plain int (not a SymInt).
-fn ints(seq: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
-    let mut out = Vec::new();
-    for x in seq.try_iter()? {
-        let x = x?;
-        if !x.is_exact_instance_of::<PyInt>() {
-            return Ok(None);
-        }
-        match x.extract::<i64>() {
-            Ok(i) => out.push(i),
-            Err(_) => return Ok(None),
-        }
-    }
-    Ok(Some(out))
+    shape: Vec<Dim>,
+    stride: Vec<Dim>,
 }
 
 #[derive(Clone)]
@@ -127,25 +121,37 @@ struct Seen {
     val: Option<Py<PyAny>>,
 }
 
+/// The torch objects the reader tests values against.
+struct Types {
+    node: Py<PyAny>,
+    tensor: Py<PyAny>,
+    sym_int: Py<PyAny>,
+    strided: Py<PyAny>,
+}
+
 struct Reader {
     /// The serializer whose helpers say what objects mean (`Serializer.target_facts`, ...).
     facts: Py<PyAny>,
-    node_type: Py<PyAny>,
     weights: HashSet<String>,
     targets: ByIdentity<TargetFacts>,
     values: ByIdentity<Value>,
     tensors: HashMap<TensorKey, Value, Fast>,
-    tensor_type: Py<PyAny>,
-    strided: Py<PyAny>,
+    /// dtype -> its name in the graph format.
+    dtypes: ByIdentity<String>,
+    /// A SymInt's symbolic node -> the dimension it writes.
+    syms: ByIdentity<Option<Dim>>,
+    types: Types,
     literals: ByIdentity<Arg>,
     stacks: Recent<Stack>,
     /// By the JSON text `module_stack_json` returns: one text object per distinct stack, so a
     /// stack unlike the previous node's is parsed once.
     stack_texts: ByIdentity<Vec<ModuleRef>>,
     sources: Recent<Option<String>>,
+    /// A node's region ids by its `meta["custom"]`.
+    tags: Recent<Vec<String>>,
     seen: HashMap<usize, Seen, Fast>,
     /// Read and not yet handed to the pass.
-    nodes: Option<Vec<Node>>,
+    nodes: Option<Vec<Box<Node>>>,
     read_ms: f64,
 }
 
@@ -207,14 +213,18 @@ impl Reader {
             None => Value::None,
         };
         let regions = match meta.get_item(intern!(py, "custom"))? {
-            Some(custom) if custom.is_truthy()? => facts.call_method1(intern!(py, "region_tags"), (custom,))?.extract()?,
+            // Equal tags were declared when first seen (`region_tags` declares a region once).
+            Some(custom) if custom.is_truthy()? => {
+                self.tags.get_or(&custom, |c| facts.call_method1(intern!(py, "region_tags"), (c,))?.extract())?
+            }
             _ => Vec::new(),
         };
         let stack = match meta.get_item(intern!(py, "nn_module_stack"))? {
             Some(s) if s.is_truthy()? => {
                 let texts = &mut self.stack_texts;
                 self.stacks.get_or(&s, |s| {
-                    let entries: Vec<ModuleRef> = parsed(texts, "a module stack", &facts.call_method1(intern!(py, "module_stack_json"), (s,))?)?;
+                    let entries: Vec<ModuleRef> =
+                        parsed(texts, "a module stack", &facts.call_method1(intern!(py, "module_stack_json"), (s,))?)?;
                     Ok(Stack { module: entries.last().cloned(), entries })
                 })?
             }
@@ -246,40 +256,78 @@ impl Reader {
         })
     }
 
-    /// A node's value: by identity, else (a tensor of static shape) by what `graph.value_text`
-    /// keys its text on, else as that helper writes it.
+    /// A node's value: by identity, else as `graph.encode_value` writes it. Tensors, SymInts
+    /// and tuples of them are written here (a tensor by its `TensorKey`, once per key); any
+    /// other value by that helper.
     fn value(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Value> {
         let key = v.as_ptr() as usize;
         if let Some((_, value)) = self.values.0.get(&key) {
             return Ok(value.clone());
         }
-        let tensor = self.tensor_key(v)?;
-        let value = match tensor.as_ref().and_then(|k| self.tensors.get(k)) {
-            Some(value) => value.clone(),
+        let value = match self.own_value(v)? {
+            Some(value) => value,
             None => {
                 let text = self.facts.bind(v.py()).call_method1(intern!(v.py(), "value_json"), (v,))?;
-                let value: Value = parse_json("the value of an fx node", text.cast::<PyString>()?.to_str()?)?;
-                if let Some(k) = tensor {
-                    self.tensors.insert(k, value.clone());
-                }
-                value
+                parse_json("the value of an fx node", text.cast::<PyString>()?.to_str()?)?
             }
         };
         self.values.0.insert(key, (v.clone().unbind(), value.clone()));
         Ok(value)
     }
 
-    /// Dtype, layout, sizes and strides of a tensor whose sizes and strides are all ints.
-    fn tensor_key(&self, v: &Bound<'_, PyAny>) -> PyResult<Option<TensorKey>> {
+    /// The value of a tensor, SymInt or tuple or list of those; None for anything else.
+    fn own_value(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
         let py = v.py();
-        if !v.is_instance(self.tensor_type.bind(py))? {
-            return Ok(None);
+        if v.is_instance(self.types.tensor.bind(py))? {
+            let Some(k) = self.tensor_key(v)? else {
+                return Ok(None);
+            };
+            if let Some(value) = self.tensors.get(&k) {
+                return Ok(Some(value.clone()));
+            }
+            let value = self.tensor(v, &k)?;
+            self.tensors.insert(k, value.clone());
+            return Ok(Some(value));
         }
+        if v.is_instance(self.types.sym_int.bind(py))? {
+            return Ok(self.sym_dim(v)?.map(|d| match d {
+                Dim::Const(i) => Value::Int(i),
+                Dim::Sym(e) => Value::SymInt(e),
+            }));
+        }
+        if v.is_exact_instance_of::<PyTuple>() || v.is_exact_instance_of::<PyList>() {
+            let mut items = Vec::new();
+            for x in v.try_iter()? {
+                match self.own_value(&x?)? {
+                    Some(item) => items.push(item),
+                    None => return Ok(None),
+                }
+            }
+            return Ok(Some(Value::Tuple(items)));
+        }
+        Ok(None)
+    }
+
+    /// A tensor as `graph.encode_value` writes it: the dtype's name (`graph.dtype_text`, asked
+    /// once per dtype), the sizes, and the strides if strided.
+    fn tensor(&mut self, v: &Bound<'_, PyAny>, k: &TensorKey) -> PyResult<Value> {
+        let py = v.py();
+        let facts = self.facts.bind(py);
+        let dtype =
+            self.dtypes.get_or(&v.getattr(intern!(py, "dtype"))?, |d| facts.call_method1(intern!(py, "dtype_text"), (d,))?.extract())?;
+        Ok(Value::Tensor(TensorMeta { dtype, shape: k.shape.clone(), stride: k.strided.then(|| k.stride.clone()) }))
+    }
+
+    /// Dtype, layout, sizes and strides of a tensor whose sizes and strides are ints or SymInts.
+    fn tensor_key(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Option<TensorKey>> {
+        let py = v.py();
         let dtype = v.getattr(intern!(py, "dtype"))?.as_ptr() as usize;
-        let strided = v.getattr(intern!(py, "layout"))?.is(self.strided.bind(py));
-        let Some(shape) = ints(&v.getattr(intern!(py, "shape"))?)? else { return Ok(None) };
+        let strided = v.getattr(intern!(py, "layout"))?.is(self.types.strided.bind(py));
+        let Some(shape) = self.dims(&v.getattr(intern!(py, "shape"))?)? else {
+            return Ok(None);
+        };
         let stride = if strided {
-            match ints(&v.call_method0(intern!(py, "stride"))?)? {
+            match self.dims(&v.call_method0(intern!(py, "stride"))?)? {
                 Some(s) => s,
                 None => return Ok(None),
             }
@@ -289,6 +337,41 @@ impl Reader {
         Ok(Some(TensorKey { dtype, strided, shape, stride }))
     }
 
+    /// The items of a sequence of ints and SymInts as dimensions; None if another item is there.
+    fn dims(&mut self, seq: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Dim>>> {
+        let mut out = Vec::new();
+        for x in seq.try_iter()? {
+            let x = x?;
+            let d = if x.is_exact_instance_of::<PyInt>() {
+                x.extract::<i64>().ok().map(Dim::Const)
+            } else if x.is_instance(self.types.sym_int.bind(x.py()))? {
+                self.sym_dim(&x)?
+            } else {
+                None
+            };
+            match d {
+                Some(d) => out.push(d),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// A SymInt as `graph.dim_text` writes it, asked once per symbolic node (`SymInt.node`: the
+    /// sizes of one symbol share it). A constant past i64 gives None.
+    fn sym_dim(&mut self, x: &Bound<'_, PyAny>) -> PyResult<Option<Dim>> {
+        let py = x.py();
+        let facts = self.facts.bind(py);
+        self.syms.get_or(&x.getattr(intern!(py, "node"))?, |_| {
+            let d = facts.call_method1(intern!(py, "dim_text"), (x,))?;
+            Ok(if let Ok(s) = d.cast::<PyString>() {
+                Some(Dim::Sym(s.to_str()?.to_owned()))
+            } else {
+                d.extract::<i64>().ok().map(Dim::Const)
+            })
+        })
+    }
+
     fn list(&mut self, items: &Bound<'_, PyAny>) -> PyResult<Vec<Arg>> {
         items.try_iter()?.map(|a| self.arg(&a?)).collect()
     }
@@ -296,7 +379,7 @@ impl Reader {
     /// An argument, as `graph.encode_arg` encodes it.
     fn arg(&mut self, a: &Bound<'_, PyAny>) -> PyResult<Arg> {
         let py = a.py();
-        if a.is_instance(self.node_type.bind(py))? {
+        if a.is_instance(self.types.node.bind(py))? {
             return Ok(Arg::Ref(a.getattr(intern!(py, "name"))?.extract()?));
         }
         if a.is_none() {
@@ -318,15 +401,15 @@ impl Reader {
             return self.list(a).map(Arg::List);
         }
         let facts = self.facts.bind(py).clone();
-        self.literals.get_or(a, |a| {
-            parse_json("an fx node argument", facts.call_method1(intern!(py, "literal_json"), (a,))?.extract()?)
-        })
+        self.literals.get_or(a, |a| parse_json("an fx node argument", facts.call_method1(intern!(py, "literal_json"), (a,))?.extract()?))
     }
 
     /// Whether `n` is a node read before, with the same arguments and value.
     fn unchanged(&self, n: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = n.py();
-        let Some(s) = self.seen.get(&(n.as_ptr() as usize)) else { return Ok(false) };
+        let Some(s) = self.seen.get(&(n.as_ptr() as usize)) else {
+            return Ok(false);
+        };
         let val = n.getattr(intern!(py, "meta"))?.cast::<PyDict>()?.get_item(intern!(py, "val"))?.filter(|v| !v.is_none());
         Ok(s.args.bind(py).is(&n.getattr(intern!(py, "_args"))?)
             && s.kwargs.bind(py).is(&n.getattr(intern!(py, "_kwargs"))?)
@@ -352,7 +435,7 @@ impl PyFxReader {
     }
 
     /// The nodes `read` produced, and how long reading them took; taken once.
-    pub fn take_nodes(&self, py: Python<'_>) -> PyResult<(Vec<Node>, f64)> {
+    pub fn take_nodes(&self, py: Python<'_>) -> PyResult<(Vec<Box<Node>>, f64)> {
         let mut r = self.lock(py);
         let nodes = r.nodes.take().ok_or_else(|| bad_graph("this FxReader holds no nodes: call read(graph.nodes) first".into()))?;
         Ok((nodes, r.read_ms))
@@ -380,24 +463,32 @@ impl PyFxReader {
 
 #[pymethods]
 impl PyFxReader {
-    /// `facts`: the serializer (`tta.graph.Serializer`); `node_type`, `tensor_type`, `strided`:
-    /// `torch.fx.Node`, `torch.Tensor`, `torch.strided`; `weights`: placeholders holding
-    /// parameters, buffers or constants.
+    /// `facts`: the serializer (`tta.graph.Serializer`); `node_type`, `tensor_type`,
+    /// `sym_int_type`, `strided`: `torch.fx.Node`, `torch.Tensor`, `torch.SymInt`,
+    /// `torch.strided`; `weights`: placeholders holding parameters, buffers or constants.
     #[new]
-    fn new(facts: Py<PyAny>, node_type: Py<PyAny>, tensor_type: Py<PyAny>, strided: Py<PyAny>, weights: Vec<String>) -> Self {
+    fn new(
+        facts: Py<PyAny>,
+        node_type: Py<PyAny>,
+        tensor_type: Py<PyAny>,
+        sym_int_type: Py<PyAny>,
+        strided: Py<PyAny>,
+        weights: Vec<String>,
+    ) -> Self {
         PyFxReader(Mutex::new(Reader {
             facts,
-            node_type,
             weights: weights.into_iter().collect(),
             targets: ByIdentity::new(),
             values: ByIdentity::new(),
             tensors: HashMap::default(),
-            tensor_type,
-            strided,
+            dtypes: ByIdentity::new(),
+            syms: ByIdentity::new(),
+            types: Types { node: node_type, tensor: tensor_type, sym_int: sym_int_type, strided },
             literals: ByIdentity::new(),
-            stacks: Recent(None),
+            stacks: Recent::new(),
             stack_texts: ByIdentity::new(),
-            sources: Recent(None),
+            sources: Recent::new(),
+            tags: Recent::new(),
             seen: HashMap::default(),
             nodes: None,
             read_ms: 0.0,
@@ -413,7 +504,7 @@ impl PyFxReader {
             r.seen.reserve(n);
             let mut read = Vec::with_capacity(n);
             for node in nodes.try_iter()? {
-                read.push(r.node(&node?)?);
+                read.push(Box::new(r.node(&node?)?));
             }
             r.nodes = Some(read);
             r.read_ms = t.elapsed().as_secs_f64() * 1e3;

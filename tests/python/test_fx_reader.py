@@ -40,7 +40,30 @@ def _literals() -> torch.fx.Graph:
     for n, val in [(v, torch.empty(2, 4, device="meta")), (s, torch.empty(2, 4).to_sparse()), (f, torch.empty(4, 2, device="meta").t()),
                    (c, torch.empty(2, 4, dtype=torch.float16, device="meta")), (a, torch.empty(2, 4, device="meta"))]:
         n.meta["val"] = val
+        # A user's own custom metadata that does not compare to a bool (the reader compares a
+        # node's with the last few nodes' to skip reading the tags again).
+        n.meta["custom"] = {"user": torch.ones(2)}
     g.output((v, s, f, a, odd))
+    return g
+
+
+def _symbolic_values() -> torch.fx.Graph:
+    """Values with symbolic sizes as the reader writes them itself: tensors (strided or not),
+    SymInts, and tuples and lists of them, next to a tuple it leaves to the serializer."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.DYNAMIC])
+    t = mode.from_tensor(torch.empty(3, 4), symbolic_context=ctx)
+    with mode:
+        vals = [t, t.shape[0], t.t(), (t, t.shape[1] * 2 + 1), [t * 2, t.shape[0] * t.shape[1]], (t, None), torch.empty(2, 4).to_sparse()]
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    nodes = [g.call_function(torch.ops.aten.clone.default, (x,)) for _ in vals]
+    for n, val in zip([x, *nodes[1:]], vals):
+        n.meta["val"] = val
+    g.output(tuple(nodes))
     return g
 
 
@@ -64,7 +87,7 @@ def _both(g: torch.fx.Graph, weights=frozenset(), declared=None) -> tuple[dict, 
     return written, read
 
 
-@pytest.mark.parametrize("name", ["literals", "symbolic_trace", *[f"model:{m}" for m in (
+@pytest.mark.parametrize("name", ["literals", "symbolic_values", "symbolic_trace", *[f"model:{m}" for m in (
     "residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output", "inplace",
     "nonconvex")]])
 def test_reader_reads_what_the_serializer_writes(name):
@@ -72,6 +95,12 @@ def test_reader_reads_what_the_serializer_writes(name):
         written, read = _both(_literals())
         vals = [n.get("val") for n in written["nodes"][1:6]]
         assert len({json.dumps(v, sort_keys=True) for v in vals}) == 4 and "stride" not in vals[1], vals
+    elif name == "symbolic_values":
+        written, read = _both(_symbolic_values())
+        vals = [n.get("val") for n in written["nodes"]]
+        syms = [v for v in vals if isinstance(v, dict) and "sym" in v]
+        shapes = [v["shape"] for v in vals if isinstance(v, dict) and "shape" in v]
+        assert syms and any(isinstance(d, str) for shape in shapes for d in shape), vals
     elif name == "symbolic_trace":
         written, read = _both(_symbolic_trace())
     else:

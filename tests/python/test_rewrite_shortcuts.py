@@ -2,6 +2,7 @@
 tensors (static shapes) before the program's fake mode, the verifier on the added nodes only
 of a large graph, and the graph copy's namespace filled without ``create_name``."""
 
+import copy
 import importlib
 
 import pytest
@@ -119,6 +120,39 @@ def test_an_invalid_added_node_is_caught():
         exported.with_new_graph(ep, g)  # the whole graph: the same verdict
 
 
+def test_the_new_program_owns_what_can_be_renamed():
+    """The program ``tta.rewrite`` returns copies the original's module call graph by hand
+    (entries, signatures, argument specs; the frozen pytree specs shared) and its range
+    constraints: editing the new one's leaves the original as it was."""
+    x = torch.randn(4, 8)
+    ep = torch.export.export(Deep(_plugin("deep_owns")), (x, torch.randn(4, 8)), dynamic_shapes=({0: torch.export.Dim("b")}, {0: torch.export.Dim("b")}))
+    ep = ep.run_decompositions()
+    before, ranges = copy.deepcopy(ep.module_call_graph), dict(ep.range_constraints)
+    new = tta.rewrite(ep).program
+    assert new.module_call_graph == before and new.range_constraints == ranges and ranges
+    for entry in new.module_call_graph:
+        entry.fqn += ".renamed"
+        sig = entry.signature
+        if sig is not None:
+            assert sig.in_spec is ep.module_call_graph[0].signature.in_spec  # frozen: shared
+            for arg in [*sig.inputs, *sig.outputs]:
+                if hasattr(arg, "name"):
+                    arg.name += "_renamed"
+            sig.inputs.append(torch.export.graph_signature.TensorArgument("added"))
+            if sig.forward_arg_names is not None:
+                sig.forward_arg_names.append("extra")
+    new.range_constraints.clear()
+    assert ep.module_call_graph == before and ep.range_constraints == ranges
+
+
+def test_a_signature_of_unknown_fields_is_copied_in_depth():
+    sig = copy.deepcopy(torch.export.export(Deep(_plugin("deep_sig")), (torch.randn(4, 8), torch.randn(4, 8))).module_call_graph[0])
+    sig.signature.extra = [1]
+    copied = exported._copy_call_graph([sig])[0]
+    assert copied.signature.extra == [1] and copied.signature.extra is not sig.signature.extra
+    assert copied.signature.in_spec is not sig.signature.in_spec  # in depth, specs too
+
+
 def test_copy_keeps_erased_names_free_and_new_names_unique():
     g = torch.fx.Graph()
     x = g.placeholder("x")
@@ -136,3 +170,35 @@ def test_copy_keeps_erased_names_free_and_new_names_unique():
     relu = next(n for n in new.nodes if n.name == a.name)
     relu._rename("renamed")  # the namespace knows every copied node
     assert relu.name == "renamed"
+
+
+def test_nogc_leaves_the_objects_it_moved_collectable_and_a_callers_freeze_alone():
+    import gc
+    import weakref
+
+    from tta.graph import NoGC
+
+    class Cycle:
+        pass
+
+    assert gc.isenabled()
+    with NoGC():
+        assert not gc.isenabled()
+        keep = [[i] for i in range(50_000)]  # enough to move: they join the oldest generation
+        c = Cycle()
+        c.self = c
+        ref = weakref.ref(c)
+        del c
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and gc.get_count()[0] < 1_000
+    gc.collect()
+    assert ref() is None, "a cycle made inside NoGC is still collected"
+    del keep
+
+    gc.freeze()  # a caller's own freeze (a server before fork): never undone
+    try:
+        frozen = gc.get_freeze_count()
+        with NoGC():
+            keep = [[i] for i in range(50_000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
