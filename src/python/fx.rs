@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 /// A cache keyed by object identity. An entry holds its object, so the id cannot be reused by
 /// another object while the entry lives.
@@ -99,6 +99,25 @@ struct TensorKey {
     stride: Vec<Dim>,
 }
 
+/// A call target's facts by identity, for the whole process: they never change (the
+/// serializer's own cache of them is process-wide too), and every export of a model calls the
+/// same few dozen ops. Entries hold their target, so an id is never reused. The lock is never
+/// held across a call into Python.
+static TARGETS: LazyLock<Mutex<HashMap<usize, (Py<PyAny>, TargetFacts), Fast>>> = LazyLock::new(Default::default);
+
+fn target_facts(facts: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>) -> PyResult<TargetFacts> {
+    let key = target.as_ptr() as usize;
+    let known = |m: &HashMap<usize, (Py<PyAny>, TargetFacts), Fast>| m.get(&key).map(|(_, f)| f.clone());
+    if let Some(f) = known(&TARGETS.lock().unwrap_or_else(|p| p.into_inner())) {
+        return Ok(f);
+    }
+    let py = target.py();
+    let (name, mutates, aliases) = facts.call_method1(intern!(py, "target_facts"), (target,))?.extract()?;
+    let f = TargetFacts { name, mutates, aliases };
+    TARGETS.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert_with(|| (target.clone().unbind(), f.clone()));
+    Ok(f)
+}
+
 #[derive(Clone)]
 struct TargetFacts {
     name: String,
@@ -133,7 +152,6 @@ struct Reader {
     /// The serializer whose helpers say what objects mean (`Serializer.target_facts`, ...).
     facts: Py<PyAny>,
     weights: HashSet<String>,
-    targets: ByIdentity<TargetFacts>,
     values: ByIdentity<Value>,
     tensors: HashMap<TensorKey, Value, Fast>,
     /// dtype -> its name in the graph format.
@@ -190,12 +208,7 @@ impl Reader {
         let target = match op {
             OpKind::Placeholder => TargetFacts { name: target_obj.extract()?, mutates: Vec::new(), aliases: false },
             OpKind::Output => TargetFacts { name: "output".to_owned(), mutates: Vec::new(), aliases: false },
-            _ => {
-                self.targets.get_or(&target_obj, |t| {
-                    let (name, mutates, aliases) = facts.call_method1(intern!(py, "target_facts"), (t,))?.extract()?;
-                    Ok(TargetFacts { name, mutates, aliases })
-                })?
-            }
+            _ => target_facts(&facts, &target_obj)?,
         };
         // `_args` and `_kwargs` are what the `args` and `kwargs` properties return, without a Python call.
         let args_obj = n.getattr(intern!(py, "_args"))?;
@@ -478,7 +491,6 @@ impl PyFxReader {
         PyFxReader(Mutex::new(Reader {
             facts,
             weights: weights.into_iter().collect(),
-            targets: ByIdentity::new(),
             values: ByIdentity::new(),
             tensors: HashMap::default(),
             dtypes: ByIdentity::new(),
