@@ -194,9 +194,10 @@ class NoGC:
     On the way out, when many objects were made (a large graph's copy), they join the oldest
     generation (``gc.freeze`` then ``gc.unfreeze``, two list splices) instead of waiting for the
     next young collection, which would walk every one of them (100-200 ms on 100k nodes) only
-    to find them alive. They stay collectable: the next full collection looks at them as it
-    looks at every old object. Objects a caller froze itself are left frozen: then nothing
-    is moved."""
+    to find them alive. The caller's own young objects move with them (there is no moving
+    some): all stay collectable, and a cycle among them is freed by the next full collection
+    instead of a young one. Objects a caller froze itself are left frozen: then nothing is
+    moved."""
 
     def __enter__(self):
         self.was = gc.isenabled()
