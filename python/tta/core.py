@@ -266,13 +266,14 @@ class Analysis:
     @_calls_core
     def summary(self) -> list[RegionSummary]:
         return [
-            RegionSummary(r["id"], r["impl"], r["valid"], tuple(Port.decode(p) for p in r["inputs"]), tuple(Port.decode(p) for p in r["outputs"]))
+            _frozen(RegionSummary, id=r["id"], impl=r["impl"], valid=r["valid"], inputs=tuple(Port.decode(p) for p in r["inputs"]),
+                    outputs=tuple(Port.decode(p) for p in r["outputs"]))
             for r in json.loads(self._raw.summary_json())
         ]
 
     @_calls_core
     def members(self) -> list[RegionMembers]:
-        return [RegionMembers(r["id"], tuple(r["nodes"]), r.get("reason")) for r in json.loads(self._raw.members_json())]
+        return [_frozen(RegionMembers, id=r["id"], nodes=tuple(r["nodes"]), reason=r.get("reason")) for r in json.loads(self._raw.members_json())]
 
     @_calls_core
     def outline(self, meta: Mapping[str, Sequence[MetaOutput] | str] | None = None) -> Outcome:

@@ -7,6 +7,7 @@ import ast
 import os
 
 import pytest
+import torch
 
 import tta
 from tta import _core, core
@@ -67,3 +68,30 @@ def test_core_errors_become_graph_errors():
         core.ptx_parse("not ptx")
     assert err.value.kind == "ptx"
     assert core.eval_expr("FloorDiv(s0, 2) + s1", {"s0": 9, "s1": 1}) == 5
+
+
+def test_decoded_dataclasses_have_every_field_their_constructor_sets():
+    """Ports, origins, summaries and members are decoded without their __init__ (`core._frozen`):
+    each must still carry every field, equal and hash like one built by its constructor."""
+    import dataclasses
+
+    from tta import core
+
+    tensor = core.Port.decode({"name": "x", "kind": "tensor", "dtype": "float32", "shape": [2, "s0"]})
+    sym = core.Port.decode({"name": "n", "kind": "sym_int", "expr": "s0", "mutated": True})
+    built = [(tensor, core.Port("x", "tensor", dtype="float32", shape=(2, "s0"))), (sym, core.Port("n", "sym_int", expr="s0", mutated=True)),
+             (core.Origin.decode({"kind": "module", "path": "m"}), core.Origin("module", path="m"))]
+    for decoded, made in built:
+        assert vars(decoded) == vars(made) and decoded == made and hash(decoded) == hash(made)
+    import importlib
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+    import models
+
+    ep = torch.export.export(models.build("residual_add_relu"), models.example_inputs("residual_add_relu"))
+    analysis, _ = importlib.import_module("tta.rewrite")._analyze(ep.graph, None)
+    members, summary = tta.find_regions(ep), analysis.summary()
+    assert members and summary
+    for decoded in [*members, *summary, *summary[0].inputs]:
+        assert set(vars(decoded)) == {f.name for f in dataclasses.fields(type(decoded))}, decoded
