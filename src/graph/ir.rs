@@ -12,13 +12,16 @@ use serde::{Deserialize, Serialize};
 pub const FORMAT: &str = "tta-graph";
 pub const VERSION: u32 = 1;
 
+/// A graph's nodes, boxed: passes move and reorder nodes (a node is a few hundred bytes), and a
+/// 100k-node graph's list is then a few hundred kilobytes to move instead of tens of megabytes.
+#[allow(clippy::vec_box)]
+pub type Nodes = Vec<Box<Node>>;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Graph {
     pub format: String,
     pub version: u32,
-    /// Boxed: passes move and reorder nodes (a node is a few hundred bytes) and a 100k-node
-    /// graph's list is then a few hundred kilobytes to move instead of tens of megabytes.
-    pub nodes: Vec<Box<Node>>,
+    pub nodes: Nodes,
     /// Region instances declared by annotations (`lower_as`): id -> declaration.
     /// Selector-made regions (module type, pattern) are added by the pass, not carried here.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]

@@ -10,7 +10,7 @@
 //! nodes (`splice`), and prune the declarations of regions that no longer tag a node.
 
 use super::order::{self, Move};
-use crate::graph::{Arg, Graph, Node, OpKind, Value};
+use crate::graph::{Arg, Graph, Node, Nodes, OpKind, Value};
 use crate::regions::{Boundary, Region};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -249,7 +249,7 @@ impl Spliced<'_> {
         touched
     }
 
-    fn in_place(&mut self, mut nodes: Vec<Box<Node>>, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Vec<Box<Node>> {
+    fn in_place(&mut self, mut nodes: Nodes, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Nodes {
         // Slots [0, w) hold the result so far, [w, i) removed members, [i, ..) what is left.
         let mut w = 0;
         let mut inserts = inserts.into_iter().peekable();
@@ -277,7 +277,7 @@ impl Spliced<'_> {
         nodes
     }
 
-    fn copying(&mut self, old: Vec<Box<Node>>, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Vec<Box<Node>> {
+    fn copying(&mut self, old: Nodes, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Nodes {
         let extra: usize = inserts.iter().map(|(_, new)| new.len()).sum();
         let mut nodes = Vec::with_capacity(old.len() + extra);
         let mut inserts = inserts.into_iter().peekable();
@@ -360,7 +360,7 @@ mod tests {
     fn both_ways_of_splicing_agree_and_the_list_is_reused_when_it_fits() {
         for k in 1..=3 {
             let (nodes, removed, rewire, inserts, rename) = case(k);
-            let nodes: Vec<Box<Node>> = nodes.into_iter().map(Box::new).collect();
+            let nodes: Nodes = nodes.into_iter().map(Box::new).collect();
             assert_eq!(fits_in_place(&removed, &inserts), k == 1, "k = {k}");
             let mut a = Spliced { changed: Vec::new(), in_order: true, rename: &rename };
             let mut b = Spliced { changed: Vec::new(), in_order: true, rename: &rename };

@@ -78,7 +78,7 @@ pub fn analyze_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S], impls: Imp
 
 /// `analyze_json` on nodes read already (from the fx graph itself, `src/python/fx.rs`) and a
 /// header as in `analyze_parts`; reading them took `read_ms`, counted as the parse.
-pub fn analyze_nodes(header: &str, nodes: Vec<Box<graph::Node>>, read_ms: f64, impls: Impls, sel: &Selectors) -> Result<Analysis> {
+pub fn analyze_nodes(header: &str, nodes: graph::Nodes, read_ms: f64, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     let mut a = analyze_parsed(
         || {
             let mut g = graph::from_parts::<&str>(header, &[])?;

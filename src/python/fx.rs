@@ -11,7 +11,7 @@
 
 use super::guard::{guarded, to_py};
 use crate::error::{Error, ErrorKind};
-use crate::graph::{Arg, Dim, ModuleRef, Node, OpKind, TensorMeta, Value};
+use crate::graph::{Arg, Dim, ModuleRef, Node, Nodes, OpKind, TensorMeta, Value};
 use indexmap::IndexMap;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -103,11 +103,13 @@ struct TensorKey {
 /// serializer's own cache of them is process-wide too), and every export of a model calls the
 /// same few dozen ops. Entries hold their target, so an id is never reused. The lock is never
 /// held across a call into Python.
-static TARGETS: LazyLock<Mutex<HashMap<usize, (Py<PyAny>, TargetFacts), Fast>>> = LazyLock::new(Default::default);
+static TARGETS: LazyLock<Mutex<TargetMap>> = LazyLock::new(Default::default);
+
+type TargetMap = HashMap<usize, (Py<PyAny>, TargetFacts), Fast>;
 
 fn target_facts(facts: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>) -> PyResult<TargetFacts> {
     let key = target.as_ptr() as usize;
-    let known = |m: &HashMap<usize, (Py<PyAny>, TargetFacts), Fast>| m.get(&key).map(|(_, f)| f.clone());
+    let known = |m: &TargetMap| m.get(&key).map(|(_, f)| f.clone());
     if let Some(f) = known(&TARGETS.lock().unwrap_or_else(|p| p.into_inner())) {
         return Ok(f);
     }
@@ -169,7 +171,7 @@ struct Reader {
     tags: Recent<Vec<String>>,
     seen: HashMap<usize, Seen, Fast>,
     /// Read and not yet handed to the pass.
-    nodes: Option<Vec<Box<Node>>>,
+    nodes: Option<Nodes>,
     read_ms: f64,
 }
 
@@ -292,13 +294,12 @@ impl Reader {
     fn own_value(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
         let py = v.py();
         if v.is_instance(self.types.tensor.bind(py))? {
-            let Some(k) = self.tensor_key(v)? else {
-                return Ok(None);
-            };
+            let dtype = v.getattr(intern!(py, "dtype"))?;
+            let Some(k) = self.tensor_key(v, &dtype)? else { return Ok(None) };
             if let Some(value) = self.tensors.get(&k) {
                 return Ok(Some(value.clone()));
             }
-            let value = self.tensor(v, &k)?;
+            let value = self.tensor(&dtype, &k)?;
             self.tensors.insert(k, value.clone());
             return Ok(Some(value));
         }
@@ -323,18 +324,17 @@ impl Reader {
 
     /// A tensor as `graph.encode_value` writes it: the dtype's name (`graph.dtype_text`, asked
     /// once per dtype), the sizes, and the strides if strided.
-    fn tensor(&mut self, v: &Bound<'_, PyAny>, k: &TensorKey) -> PyResult<Value> {
-        let py = v.py();
+    fn tensor(&mut self, dtype: &Bound<'_, PyAny>, k: &TensorKey) -> PyResult<Value> {
+        let py = dtype.py();
         let facts = self.facts.bind(py);
-        let dtype =
-            self.dtypes.get_or(&v.getattr(intern!(py, "dtype"))?, |d| facts.call_method1(intern!(py, "dtype_text"), (d,))?.extract())?;
+        let dtype = self.dtypes.get_or(dtype, |d| facts.call_method1(intern!(py, "dtype_text"), (d,))?.extract())?;
         Ok(Value::Tensor(TensorMeta { dtype, shape: k.shape.clone(), stride: k.strided.then(|| k.stride.clone()) }))
     }
 
     /// Dtype, layout, sizes and strides of a tensor whose sizes and strides are ints or SymInts.
-    fn tensor_key(&mut self, v: &Bound<'_, PyAny>) -> PyResult<Option<TensorKey>> {
+    fn tensor_key(&mut self, v: &Bound<'_, PyAny>, dtype: &Bound<'_, PyAny>) -> PyResult<Option<TensorKey>> {
         let py = v.py();
-        let dtype = v.getattr(intern!(py, "dtype"))?.as_ptr() as usize;
+        let dtype = dtype.as_ptr() as usize;
         let strided = v.getattr(intern!(py, "layout"))?.is(self.types.strided.bind(py));
         let Some(shape) = self.dims(&v.getattr(intern!(py, "shape"))?)? else {
             return Ok(None);
@@ -448,7 +448,7 @@ impl PyFxReader {
     }
 
     /// The nodes `read` produced, and how long reading them took; taken once.
-    pub fn take_nodes(&self, py: Python<'_>) -> PyResult<(Vec<Box<Node>>, f64)> {
+    pub fn take_nodes(&self, py: Python<'_>) -> PyResult<(Nodes, f64)> {
         let mut r = self.lock(py);
         let nodes = r.nodes.take().ok_or_else(|| bad_graph("this FxReader holds no nodes: call read(graph.nodes) first".into()))?;
         Ok((nodes, r.read_ms))
