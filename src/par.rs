@@ -46,6 +46,17 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(usize, &T) -> 
     Ok(out.into_iter().map(|r| r.expect("every item succeeded")).collect())
 }
 
+/// The error of the first item (in item order) for which `f` fails, in parallel for long
+/// slices; nothing is collected for the items that pass.
+pub fn first_err<T: Sync, E: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<(), E> + Sync + Send) -> Result<(), E> {
+    let found = if items.len() < SERIAL_BELOW {
+        items.iter().enumerate().find_map(|(i, x)| f(i, x).err())
+    } else {
+        items.par_iter().enumerate().find_map_first(|(i, x)| f(i, x).err())
+    };
+    found.map_or(Ok(()), Err)
+}
+
 /// `items.iter_mut().for_each(f)`, in parallel for long slices.
 pub fn for_each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync + Send) {
     if items.len() < SERIAL_BELOW {
@@ -64,6 +75,15 @@ mod tests {
             assert_eq!(super::try_map(&items, |_, &x| Ok::<_, usize>(x * 2)), Ok((0..n).map(|x| x * 2).collect()));
             let odd_after_3 = super::try_map(&items, |_, &x| if x > 3 && x % 2 == 1 { Err(x) } else { Ok(x) });
             assert_eq!(odd_after_3, Err(5));
+        }
+    }
+
+    #[test]
+    fn first_err_gives_the_first_error_in_item_order() {
+        for n in [10, 1000] {
+            let items: Vec<usize> = (0..n).collect();
+            assert_eq!(super::first_err(&items, |_, &x| if x > 3 && x % 2 == 1 { Err(x) } else { Ok(()) }), Err(5));
+            assert_eq!(super::first_err(&items, |i, &x| if i == x { Ok(()) } else { Err(x) }), Ok(()));
         }
     }
 

@@ -265,3 +265,35 @@ fn nan_and_infinite_literals_survive_the_rewrite_check() {
     let text = tta::graph::to_json(&o.graph);
     assert!(text.contains(r#"{"float":"nan"}"#) && text.contains(r#"{"float":"-inf"}"#), "{text}");
 }
+
+#[test]
+fn a_graph_given_as_node_texts_is_written_back_reusing_the_texts_of_unchanged_nodes() {
+    // Texts as another writer might lay them out (spaces, a member serde would omit): the nodes
+    // the pass leaves alone are written as given; the region's reader, rewired to the new node,
+    // and the new node are written anew; the whole is the rewritten graph.
+    let nodes = [
+        ph("x", &["4"]),
+        call("a", "aten.relu.default", json!([{"ref": "x"}]), &["4"], Some("r:0")),
+        call("b", "aten.neg.default", json!([{"ref": "a"}]), &["4"], Some("r:0")),
+        call("c", "aten.exp.default", json!([{"ref": "b"}]), &["4"], None),
+        call("d", "aten.sin.default", json!([{"ref": "x"}]), &["4"], None),
+        out("o", &["c", "d"]),
+    ];
+    let texts: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            let text = serde_json::to_string_pretty(n).unwrap();
+            format!("{}, \"kwargs\": {{}} }}", text.trim_end().strip_suffix('}').unwrap())
+        })
+        .collect();
+    let header = json!({"format": "tta-graph", "version": 1, "nodes": [], "regions": {"r:0": {"impl": "k"}}}).to_string();
+    let outcome = pass::analyze_parts(&header, &texts, impls(&[("k", "k_op")]), &Default::default()).unwrap().outline(&HashMap::new()).unwrap();
+    assert_eq!(outcome.report[0].status, Status::Outlined, "{:?}", outcome.report);
+    let text = outcome.graph_json_reusing(&texts);
+    let parsed = tta::graph::from_json(&text).unwrap();
+    assert_eq!(parsed, outcome.graph);
+    for (name, kept) in [("x", true), ("d", true), ("o", true), ("c", false)] {
+        let given = &texts[nodes.iter().position(|n| n["name"] == name).unwrap()];
+        assert_eq!(text.contains(given.as_str()), kept, "node {name} in {text}");
+    }
+}

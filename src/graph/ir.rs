@@ -100,6 +100,21 @@ pub struct Node {
     /// A placeholder holding a parameter, buffer or constant rather than a user input.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub weight: bool,
+    /// Which node text this node was parsed from (`super::from_parts`), while it is as parsed.
+    #[serde(skip)]
+    pub parsed_from: ParsedFrom,
+}
+
+/// The position of a node's text among those `from_parts` parsed, so that a node the pass did
+/// not change is written back as its text (`super::to_json_reusing`) instead of serialized
+/// again. Not part of the node's value: nodes compare equal whatever they were parsed from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParsedFrom(pub Option<u32>);
+
+impl PartialEq for ParsedFrom {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Node {

@@ -75,17 +75,15 @@ fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex
         }
     }
     let named = bad_name.as_ref().map_or(g.nodes.len(), |(i, _)| *i);
-    let checked = crate::par::map(&g.nodes[..named], |i, node| {
-        let contents = changed.is_none_or(|c| c.get(i).copied().unwrap_or(true));
-        check_node(g, &index, i, node, contents, changed.is_none())
-    });
-    let mut inputs: Vec<Vec<usize>> = Vec::with_capacity(if changed.is_none() { g.nodes.len() } else { 0 });
-    for producers in checked {
-        let producers = producers?;
-        if changed.is_none() {
-            inputs.push(producers);
+    let inputs = match changed {
+        None => crate::par::try_map(&g.nodes[..named], |i, node| check_node(g, &index, i, node, true, true))?,
+        Some(changed) => {
+            crate::par::first_err(&g.nodes[..named], |i, node| {
+                check_node(g, &index, i, node, changed.get(i).copied().unwrap_or(true), false).map(drop)
+            })?;
+            Vec::new()
         }
-    }
+    };
     if let Some((_, e)) = bad_name {
         return Err(e);
     }

@@ -142,6 +142,7 @@ fn derived(name: String, target: String, args: Vec<Arg>, val: Value, like: &Node
         mutates,
         aliases: false,
         weight: false,
+        parsed_from: Default::default(),
     }
 }
 
@@ -246,6 +247,9 @@ impl Spliced<'_> {
             *in_order &= *q < at;
             Some(new.clone())
         });
+        if touched {
+            n.parsed_from = Default::default(); // no longer its text
+        }
         touched
     }
 
@@ -344,6 +348,7 @@ mod tests {
             mutates: Vec::new(),
             aliases: false,
             weight: false,
+            parsed_from: Default::default(),
         };
         derived(name.into(), "aten.relu.default".into(), args.iter().map(|a| Arg::Ref(a.to_string())).collect(), Value::None, &like, Vec::new())
     }

@@ -32,6 +32,15 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The rewritten graph's JSON (`graph::to_json`) when its input came as a header and the
+    /// node `texts` (`analyze_parts`): each node the pass left as it was is written as its text.
+    pub fn graph_json_reusing<S: AsRef<str> + Sync>(&self, texts: &[S]) -> String {
+        graph::to_json_reusing(&self.graph, |i, n| match (self.changed.get(i), n.parsed_from.0) {
+            (Some(false), Some(k)) => texts.get(k as usize).map(AsRef::as_ref),
+            _ => None,
+        })
+    }
+
     pub fn edits_out(&self) -> EditsOut<'_> {
         EditsOut { edits: &self.edits, moves: &self.moves }
     }
@@ -120,3 +129,4 @@ fn report_of(g: &Graph, c: &Candidate) -> RegionReport {
         outputs,
     }
 }
+

@@ -268,6 +268,7 @@ impl Reader {
             mutates: target.mutates,
             aliases: target.aliases,
             weight,
+            parsed_from: Default::default(),
         })
     }
 

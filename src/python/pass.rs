@@ -11,7 +11,7 @@ use crate::regions::selectors::{self, Selectors};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyAnalysis>()?;
@@ -20,16 +20,23 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// The node texts a graph was parsed from (`analyze(..., nodes=...)`), kept for writing the
+/// rewritten graph (`Outcome::graph_json_reusing`).
+type Texts = Option<Arc<Vec<PyBackedStr>>>;
+
 /// Step 1's result. `outline` consumes it (the rewritten graph takes over its nodes), so the
 /// analysis sits behind a lock and is gone after the first `outline`.
 #[pyclass(name = "Analysis", module = "tta._core", frozen)]
-struct PyAnalysis(Mutex<Option<Analysis>>);
+struct PyAnalysis {
+    analysis: Mutex<Option<Analysis>>,
+    texts: Texts,
+}
 
 impl PyAnalysis {
     fn with<T>(&self, f: impl FnOnce(&Analysis) -> T) -> PyResult<T> {
         // A poisoned lock only means a panic was caught while it was held; the analysis is
         // never left half-updated (outline takes it out first).
-        let guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.analysis.lock().unwrap_or_else(|p| p.into_inner());
         guard.as_ref().map(f).ok_or_else(consumed)
     }
 }
@@ -54,35 +61,45 @@ impl PyAnalysis {
     fn outline(&self, py: Python<'_>, meta_json: &str) -> PyResult<PyOutcome> {
         guarded("Analysis.outline", meta_json, || {
             let meta: HashMap<String, MetaResult> = serde_json::from_str(meta_json).map_err(|e| input_err("meta outputs", e))?;
-            let analysis = self.0.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(consumed)?;
-            py.detach(|| analysis.outline(&meta)).map(PyOutcome).map_err(to_py)
+            let analysis = self.analysis.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(consumed)?;
+            let texts = self.texts.clone();
+            py.detach(|| analysis.outline(&meta)).map(|outcome| PyOutcome { outcome, texts }).map_err(to_py)
         })
     }
 }
 
+/// Step 2's result, with the node texts its graph was parsed from, if it was.
 #[pyclass(name = "Outcome", module = "tta._core", frozen)]
-struct PyOutcome(Outcome);
+struct PyOutcome {
+    outcome: Outcome,
+    texts: Texts,
+}
 
 #[pymethods]
 impl PyOutcome {
     fn edits_json(&self) -> PyResult<String> {
-        guarded("Outcome.edits_json", "", || Ok(json(&self.0.edits_out())))
+        guarded("Outcome.edits_json", "", || Ok(json(&self.outcome.edits_out())))
     }
     fn report_json(&self) -> PyResult<String> {
-        guarded("Outcome.report_json", "", || Ok(json(&self.0.report)))
+        guarded("Outcome.report_json", "", || Ok(json(&self.outcome.report)))
     }
     fn report_text(&self) -> PyResult<String> {
-        guarded("Outcome.report_text", "", || Ok(self.0.report_text()))
+        guarded("Outcome.report_text", "", || Ok(self.outcome.report_text()))
     }
     /// Patterns that occur nowhere: JSON list of {"pattern", "closest"}.
     fn unmatched_json(&self) -> PyResult<String> {
-        guarded("Outcome.unmatched_json", "", || Ok(json(&self.0.unmatched)))
+        guarded("Outcome.unmatched_json", "", || Ok(json(&self.outcome.unmatched)))
     }
     fn graph_json(&self) -> PyResult<String> {
-        guarded("Outcome.graph_json", "", || Ok(graph::to_json(&self.0.graph)))
+        guarded("Outcome.graph_json", "", || {
+            Ok(match &self.texts {
+                Some(texts) => self.outcome.graph_json_reusing(texts),
+                None => graph::to_json(&self.outcome.graph),
+            })
+        })
     }
     fn graph_text(&self) -> PyResult<String> {
-        guarded("Outcome.graph_text", "", || Ok(self.0.graph.to_string()))
+        guarded("Outcome.graph_text", "", || Ok(self.outcome.graph.to_string()))
     }
     /// Graphviz DOT of `graph_json` (the graph before the rewrite) with each region as a
     /// cluster beside its plugin node (`lowering::dot`).
@@ -92,20 +109,20 @@ impl PyOutcome {
             py.detach(|| {
                 let g = graph::from_json(graph_json)?;
                 let opts = dot::DotOptions { max_nodes, base_dir, ..Default::default() };
-                dot::to_dot(&g, &self.0.report, &opts)
+                dot::to_dot(&g, &self.outcome.report, &opts)
             })
             .map_err(to_py)
         })
     }
     fn timings_json(&self) -> PyResult<String> {
-        guarded("Outcome.timings_json", "", || Ok(json(&self.0.timings)))
+        guarded("Outcome.timings_json", "", || Ok(json(&self.outcome.timings)))
     }
     /// `check_delta` on the edited fx graph itself: `reader` (which read the graph before the
     /// edits) gives the node order and re-reads the nodes that changed.
     fn check_fx(&self, py: Python<'_>, reader: &Bound<'_, PyFxReader>, nodes: &Bound<'_, PyAny>) -> PyResult<()> {
         guarded("Outcome.check_fx", "", || {
             let (order, nodes) = reader.get().delta(nodes)?;
-            py.detach(|| self.0.check_delta(&pass::Delta { order, nodes })).map_err(to_py)
+            py.detach(|| self.outcome.check_delta(&pass::Delta { order, nodes })).map_err(to_py)
         })
     }
     /// Raise CoreError("mismatch", ...) unless `graph_json` equals the rewritten graph.
@@ -113,7 +130,7 @@ impl PyOutcome {
         guarded("Outcome.check_matches", graph_json, || {
             py.detach(|| {
                 let other = graph::from_json(graph_json)?;
-                self.0.check_matches(&other)
+                self.outcome.check_matches(&other)
             })
             .map_err(to_py)
         })
@@ -142,12 +159,13 @@ fn analyze(
             None => Selectors::default(),
         };
         let read = reader.map(|r| r.get().take_nodes(py)).transpose()?;
-        py.detach(|| match (read, &nodes) {
+        let texts = if read.is_none() { nodes.map(Arc::new) } else { None };
+        py.detach(|| match (read, &texts) {
             (Some((read, read_ms)), _) => pass::analyze_nodes(graph_json, read, read_ms, impls, &selectors),
             (None, Some(nodes)) => pass::analyze_parts(graph_json, nodes, impls, &selectors),
             (None, None) => pass::analyze_json(graph_json, impls, &selectors),
         })
-        .map(|a| PyAnalysis(Mutex::new(Some(a))))
+        .map(|a| PyAnalysis { analysis: Mutex::new(Some(a)), texts })
         .map_err(to_py)
     })
 }

@@ -117,3 +117,38 @@ def test_cli_reports_a_fixture(capsys):
     assert cli.main(["report", os.path.join(here, "..", "fixtures", "nonconvex.json")]) == 0
     out = capsys.readouterr().out
     assert "REFUSED: it is not convex" in out and "%mul" in out
+
+
+def _tagged_chain(n_regions: int, gap: int):
+    """A chain of ops with a two-op region every `gap` ops."""
+    from tta.annotate import TAG_PREFIX
+
+    plugin = tta.custom_plugin(name="format_parts", meta_impl=lambda a: a.new_empty(a.shape))
+    aten, val = torch.ops.aten, torch.empty(8, 8, device="meta")
+    g = torch.fx.Graph()
+    prev = g.placeholder("x")
+    prev.meta["val"] = val
+    for r in range(n_regions):
+        tag = {TAG_PREFIX + f"p:{r}": {"impl": plugin.key, "source": f"m.py:{r}"}}
+        for op in (aten.relu.default, aten.neg.default):
+            prev = g.call_function(op, (prev,))
+            prev.meta.update(val=val, custom=tag)
+        for i in range(gap):
+            prev = g.call_function((aten.sin.default, aten.exp.default)[i % 2], (prev,))
+            prev.meta["val"] = val
+    g.output((prev,))
+    return g, plugin
+
+
+def test_a_graph_given_as_node_texts_is_rewritten_to_the_same_text_as_the_whole_document():
+    # The pass writes the nodes it left alone as the texts it was given (`Outcome::graph_json_reusing`):
+    # across several parallel pieces (4096 nodes each), with the regions' readers rewired.
+    g, plugin = _tagged_chain(30, 300)
+    header, texts = graph.Serializer().graph_parts(g)
+    impls = tta.plugin.declarations({plugin.key})
+    whole = header.replace('"nodes":[]', '"nodes":[' + ",".join(texts) + "]")
+    from_parts = core.analyze(header, impls, nodes=texts).outline()
+    from_whole = core.analyze(whole, impls).outline()
+    assert len([r for r in from_parts.report() if r.outlined]) == 30
+    assert from_parts.graph_json() == from_whole.graph_json()
+    from_whole.check_matches(from_parts.graph_json())
