@@ -246,10 +246,11 @@ class Outcome:
         return json.loads(self._raw.timings_json())
 
     @_calls_core
-    def check_fx(self, reader: "FxReader", nodes: Any) -> None:
+    def check_fx(self, reader: "FxReader", nodes: Any, skip: Sequence[Any] = ()) -> None:
         """``check_delta`` on the edited fx graph's ``nodes`` themselves: ``reader``, which
-        read the graph before the edits, re-reads only the nodes that changed."""
-        self._raw.check_fx(reader._raw, nodes)
+        read the graph before the edits, re-reads only the nodes that changed. Nodes in
+        ``skip`` (region members a graph edited in place still holds) do not count."""
+        self._raw.check_fx(reader._raw, nodes, list(skip))
 
     @_calls_core
     def check_matches(self, graph_json: str) -> None:
@@ -310,9 +311,10 @@ class FxReader:
         self._raw = _core.FxReader(facts, torch.fx.Node, torch.Tensor, torch.SymInt, torch.strided, sorted(weights))
 
     @_calls_core
-    def read(self, nodes: Any) -> None:
-        """Read ``nodes`` (``graph.nodes``) for the next ``analyze(..., reader=self)``."""
-        self._raw.read(nodes)
+    def read(self, nodes: Any, by_name: dict | None = None) -> None:
+        """Read ``nodes`` (``graph.nodes``) for the next ``analyze(..., reader=self)``; fill
+        ``by_name``, when given, with the nodes by name."""
+        self._raw.read(nodes, by_name)
 
     @_calls_core
     def nodes(self) -> list[dict]:

@@ -79,15 +79,20 @@ def present(g: torch.fx.Graph) -> bool:
     return bool(g.find_nodes(op="call_function", target=REGION))
 
 
-def take(g: torch.fx.Graph, root: torch.nn.Module) -> tuple[list[Marker], list[Marker]]:
-    """Erase the markers from ``g``; return them, and the markers found in subgraphs of ``root``
-    (branches of ``torch.cond`` and other higher-order ops), which are left where they are."""
-    top = []
-    for n in g.find_nodes(op="call_function", target=REGION):
-        top.append(_read(n, None))
-        g.erase_node(n)
+def find(g: torch.fx.Graph, root: torch.nn.Module) -> tuple[list[Marker], list[Marker]]:
+    """The markers of ``g``, and those in subgraphs of ``root`` (branches of ``torch.cond`` and
+    other higher-order ops). Changes nothing."""
+    top = [_read(n, None) for n in g.find_nodes(op="call_function", target=REGION)]
     nested = []
     for path, mod in root.named_modules():
         if path and isinstance(mod, torch.fx.GraphModule):
             nested.extend(_read(n, path) for n in mod.graph.nodes if n.op == "call_function" and n.target is REGION)
     return top, nested
+
+
+def take(g: torch.fx.Graph, root: torch.nn.Module) -> tuple[list[Marker], list[Marker]]:
+    """``find``, then erase the markers from ``g`` (those in subgraphs stay where they are)."""
+    found = find(g, root)
+    for n in g.find_nodes(op="call_function", target=REGION):
+        g.erase_node(n)
+    return found

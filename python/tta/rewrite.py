@@ -1,10 +1,10 @@
 """``tta.rewrite``: run the Rust pass on an exported program and apply its result to the fx graph.
 
-Steps: copy the fx graph, read the copy into the pass (``core.FxReader`` with ``graph.py``'s
-helpers), analyze it in Rust, run each region's ``meta_impl`` on the region's fake inputs,
-outline in Rust, replay the edits on the copy (registering one ``tta::<op>`` per plugin), have
-Rust check that both graphs agree, and only then hand the copy out. ``find_regions`` and
-``lower_modules`` run the same pass.
+Steps: copy the fx graph (a GraphModule's own graph is edited instead, with an undo log), read
+it into the pass (``core.FxReader`` with ``graph.py``'s helpers), analyze it in Rust, run each
+region's ``meta_impl`` on the region's fake inputs, outline in Rust, replay the edits on the
+graph (registering one ``tta::<op>`` per plugin), have Rust check that both graphs agree, and
+only then hand the result out. ``find_regions`` and ``lower_modules`` run the same pass.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 import torch.fx
@@ -83,17 +83,18 @@ def run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]
     return out
 
 
-# A program's FakeTensorMode (and its ShapeEnv) is one mutable object that every rewrite of
-# that program enters; it is not safe to enter from two threads at once, so each mode has a lock.
-_mode_locks: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
-_mode_locks_guard = threading.Lock()
+# Mutable objects that two rewrites in two threads may share, one lock each: a program's
+# FakeTensorMode (and its ShapeEnv), which every rewrite of that program enters, and a
+# GraphModule's graph, which a rewrite edits in place.
+_locks: "weakref.WeakKeyDictionary[Any, threading.Lock]" = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
 
 
-def _fake_mode_lock(mode: Any) -> threading.Lock:
-    with _mode_locks_guard:
-        lock = _mode_locks.get(mode)
+def _lock_of(obj: Any) -> threading.Lock:
+    with _locks_guard:
+        lock = _locks.get(obj)
         if lock is None:
-            lock = _mode_locks[mode] = threading.Lock()
+            lock = _locks[obj] = threading.Lock()
         return lock
 
 
@@ -126,7 +127,7 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
     # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which compute
     # shapes without any mode.
     fake_mode = torch._guards.detect_fake_mode(vals)
-    lock = _fake_mode_lock(fake_mode) if fake_mode is not None else contextlib.nullcontext()
+    lock = _lock_of(fake_mode) if fake_mode is not None else contextlib.nullcontext()
     try:
         with lock, fake_mode if fake_mode is not None else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
@@ -148,11 +149,40 @@ def _outputs_of(plugin: Plugin, res: Any) -> list[MetaOutput] | str:
     return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
 
 
+class _Undo:
+    """What ``_apply`` did to a graph it edits in place, to be undone (last step first) when a
+    later step fails: new nodes erased, rewired readers pointed back, moved nodes moved back.
+    Region members are not erased until the rewrite succeeded, so nothing erased needs undoing."""
+
+    def __init__(self, g: torch.fx.Graph) -> None:
+        self._g = g
+        self._steps: list[Callable[[], Any]] = []
+
+    def created(self, node: torch.fx.Node) -> None:
+        self._steps.append(lambda: self._g.erase_node(node))
+
+    def rewired(self, old: torch.fx.Node, new: torch.fx.Node, readers: list[torch.fx.Node]) -> None:
+        self._steps.append(lambda: [r.replace_input_with(new, old) for r in readers])
+
+    def moving(self, node: torch.fx.Node) -> None:
+        prev = node.prev
+        self._steps.append(lambda: prev.append(node))
+
+    def run(self) -> None:
+        for step in reversed(self._steps):
+            step()
+        self._steps.clear()
+
+
 def _apply(g: torch.fx.Graph, nodes: dict[str, torch.fx.Node], root: torch.nn.Module, edits: Sequence[Edit],
-           moves: Sequence[Move], summary: list[RegionSummary]) -> list[torch.fx.Node]:
+           moves: Sequence[Move], summary: list[RegionSummary], undo: _Undo | None = None) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
     """Replay the pass's edits on ``g``, whose nodes ``nodes`` holds by name (kept up to date);
-    returns the nodes it added."""
+    returns the nodes it added, and the region members left to erase. Without ``undo`` the
+    members are erased here (``g`` is a copy, thrown away on failure); with it, ``g`` is the
+    caller's graph: every step is logged for undoing, and the members stay in ``g`` until the
+    rewrite has succeeded (then the caller erases them)."""
     added: list[torch.fx.Node] = []
+    kept: list[torch.fx.Node] = []
     # An input may be another region's output that an earlier edit already replaced.
     replaced: dict[str, torch.fx.Node] = {}
     regions = {r.id: r for r in summary}
@@ -168,6 +198,8 @@ def _apply(g: torch.fx.Graph, nodes: dict[str, torch.fx.Node], root: torch.nn.Mo
         first = members[0]
         with g.inserting_after(nodes[e.after]):
             call = g.create_node("call_function", op, tuple(inputs), {}, name=e.node)
+        if undo is not None:
+            undo.created(call)
         vals = [o.meta.get("val") for o in outputs]
         call.meta["val"] = vals[0] if len(vals) == 1 else tuple(vals)
         carried = {k: first.meta[k] for k in _CARRIED_META if k in first.meta}
@@ -178,24 +210,45 @@ def _apply(g: torch.fx.Graph, nodes: dict[str, torch.fx.Node], root: torch.nn.Mo
         for i, name in enumerate(e.getitems):
             with g.inserting_after(prev):
                 gi = g.create_node("call_function", operator.getitem, (call, i), {}, name=name)
+            if undo is not None:
+                undo.created(gi)
             gi.meta["val"] = vals[i]
             gi.meta.update(carried)
             created.append(gi)
             prev = gi
         for n, want in zip(created, [e.node, *e.getitems]):
             if n.name != want:
-                raise GraphError(f"fx named the new node {n.name!r} instead of {want!r}", kind="mismatch", node=want)
+                _take_name(g, n, want, in_place=undo is not None)
         for old, new in zip(outputs, created[1:] if e.getitems else created):
-            old.replace_all_uses_with(new)
+            readers = old.replace_all_uses_with(new)
+            if undo is not None:
+                undo.rewired(old, new, readers)
             replaced[old.name] = new
-        for m in reversed(members):
-            g.erase_node(m)
-            del nodes[m.name]
+        if undo is None:
+            for m in reversed(members):
+                g.erase_node(m)
+                del nodes[m.name]
+        else:
+            kept.extend(members)
         nodes.update((n.name, n) for n in created)
         added.extend(created)
     for mv in moves:
-        nodes[mv.after].append(nodes[mv.node])
-    return added
+        node = nodes[mv.node]
+        if undo is not None:
+            undo.moving(node)
+        nodes[mv.after].append(node)
+    return added, kept
+
+
+def _take_name(g: torch.fx.Graph, node: torch.fx.Node, want: str, in_place: bool) -> None:
+    """fx named a new node otherwise than the pass did. In a graph edited in place that is a
+    name a node erased before held (fx never gives a name twice; the pass only avoids the names
+    of nodes in the graph), and the node takes the pass's name; in a fresh copy it is a bug."""
+    names = g._graph_namespace
+    if not in_place or not hasattr(names, "_rename_object"):
+        raise GraphError(f"fx named the new node {node.name!r} instead of {want!r}", kind="mismatch", node=want)
+    node.name = want
+    names._rename_object(node, want)
 
 
 def _graph_of(program: Any, caller: str) -> torch.fx.Graph:
@@ -224,15 +277,16 @@ def graph_document(program: Any, caller: str) -> dict:
     return json.loads(graph.Serializer(_weight_names(program), markers.declared(found)).graph_json(g, declare_all=True))
 
 
-def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(),
-             declared: dict[str, dict] | None = None) -> tuple[core.Analysis, core.FxReader]:
+def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(), declared: dict[str, dict] | None = None,
+             by_name: dict[str, torch.fx.Node] | None = None) -> tuple[core.Analysis, core.FxReader]:
     """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
     ``declared`` (from the region markers) are what the graph alone does not say. The nodes go
-    to the pass through a reader (no JSON per node), which can re-read them after edits."""
+    to the pass through a reader (no JSON per node), which can re-read them after edits, and
+    fills ``by_name``, when given, with the nodes by name."""
     serializer = graph.Serializer(weights, declared)
     reader = serializer.reader()
     with graph.NoGC():
-        reader.read(g.nodes)
+        reader.read(g.nodes, by_name)
     # A region whose `with` block traced nothing has a marker but no tagged node: it is
     # declared too (`declare_all`), and the pass refuses it as empty.
     header = serializer.header(declare_all=True)
@@ -249,8 +303,9 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, 
     results and ``{module type or path prefix: impl}`` mappings (``tta/selectors.py``).
 
     Returns the rewritten program (same type as given; an ExportedProgram is not modified, a
-    GraphModule gets the rewritten graph, and only once the whole rewrite succeeded) and a
-    report that says, per region, which op replaced it or why it was refused. ``check`` has
+    GraphModule's own graph is edited, as an fx pass edits it, and recompiled; a failure at any
+    step undoes every edit, leaving it as it was) and a report that says, per region, which op
+    replaced it or why it was refused. ``check`` has
     the pass confirm that the edited fx graph is exactly the graph it computed: by default from
     the node order and a re-reading of every node that is new or whose inputs or value changed
     (every other node is verified unchanged by identity); ``check="full"`` re-serializes the
@@ -262,10 +317,20 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, 
     ordinary ops.
     """
     refusals.check_choice(on_refused)
-    with graph.NoGC():
+    # Two threads rewriting one GraphModule take turns: it is edited in place.
+    lock = _lock_of(program.graph) if isinstance(program, torch.fx.GraphModule) else contextlib.nullcontext()
+    with lock, graph.NoGC():
         result = _rewrite(program, selectors, check)
     refusals.handle(result, on_refused)
     return result
+
+
+def _in_place(program: Any, check: bool | str) -> bool:
+    """Whether the rewrite edits ``program``'s own graph: a GraphModule's (it gets the rewritten
+    graph either way), unless its graph holds region markers (taking them out is an edit with no
+    undo) or ``check="full"`` (which serializes the graph without the region members)."""
+    return (isinstance(program, torch.fx.GraphModule) and check != "full"
+            and not markers.present(program.graph))
 
 
 def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
@@ -276,31 +341,50 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
         clock.append(time.perf_counter())
         stages[name + "_s"] = clock[-1] - clock[-2]
 
-    # Edit a copy of the graph (a Graph copy generates no code) and put it in place only when
-    # everything succeeded, so a failure midway leaves the caller's program as it was.
-    nodes: dict[str, torch.fx.Node] = {}
-    # An ExportedProgram's new graph gets a flat code generator (`with_new_graph`), as
-    # ExportedProgram's constructor gives it; a GraphModule keeps its own.
-    g = copy_graph(_graph_of(program, "tta.rewrite"), nodes, codegen=not isinstance(program, ExportedProgram))
+    # A failure midway leaves the caller's program as it was: an ExportedProgram's graph is
+    # copied (a Graph copy generates no code) and the copy edited; a GraphModule's graph is
+    # edited in place with every step logged, undone on failure (`_Undo`), as an fx pass edits
+    # it, without the copy (the larger share of a large graph's rewrite).
+    in_place = _in_place(program, check)
     root = program.graph_module if isinstance(program, ExportedProgram) else program
-    found, nested = markers.take(g, root)  # the markers' names stay in `nodes`; the pass never names them
+    nodes: dict[str, torch.fx.Node] = {}
+    if in_place:
+        g = program.graph
+        found, nested = markers.find(g, root)  # `found` is empty: no markers in `g`
+    else:
+        # An ExportedProgram's new graph gets a flat code generator (`with_new_graph`), as
+        # ExportedProgram's constructor gives it; a GraphModule keeps its own.
+        g = copy_graph(_graph_of(program, "tta.rewrite"), nodes, codegen=not isinstance(program, ExportedProgram))
+        found, nested = markers.take(g, root)  # the markers' names stay in `nodes`; the pass never names them
     lap("copy")
     weights, declared = _weight_names(program), markers.declared(found)
-    analysis, reader = _analyze(g, selectors, weights, declared)
+    analysis, reader = _analyze(g, selectors, weights, declared, by_name=nodes if in_place else None)
     lap("read")
     summary = analysis.summary()
     meta = run_meta_impls(summary, nodes)
     outcome = analysis.outline(meta)
     lap("pass")
-    added = _apply(g, nodes, root, outcome.edits, outcome.moves, summary) if outcome.edits else []
-    lap("apply")
-    if check == "full":
-        outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
-    elif check:
-        outcome.check_fx(reader, g.nodes)
-    lap("check")
+    undo = _Undo(g) if in_place else None
+    try:
+        added, members = _apply(g, nodes, root, outcome.edits, outcome.moves, summary, undo) if outcome.edits else ([], [])
+        lap("apply")
+        if check == "full":
+            outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
+        elif check:
+            outcome.check_fx(reader, g.nodes, members)
+        lap("check")
+    except BaseException:
+        if undo is not None:
+            undo.run()
+        raise
+    for m in reversed(members):
+        g.erase_node(m)
+    lap("erase")
     if not isinstance(program, ExportedProgram) and outcome.edits:
-        program.graph = g  # the setter regenerates the module's code
+        if in_place:
+            program.recompile()
+        else:
+            program.graph = g  # the setter regenerates the module's code
     lap("recompile")
     result = with_new_graph(program, g, added) if isinstance(program, ExportedProgram) else program
     lap("wrap")

@@ -455,14 +455,19 @@ impl PyFxReader {
         Ok((nodes, r.read_ms))
     }
 
-    /// Each fx node's name, in order, and the nodes that are new or changed since `read`, read again.
-    pub fn delta(&self, nodes: &Bound<'_, PyAny>) -> PyResult<(Vec<String>, HashMap<String, Node>)> {
+    /// Each fx node's name, in order, and the nodes that are new or changed since `read`, read
+    /// again; the nodes in `skip` (about to be erased) are left out.
+    pub fn delta(&self, nodes: &Bound<'_, PyAny>, skip: &[Bound<'_, PyAny>]) -> PyResult<(Vec<String>, HashMap<String, Node>)> {
         let py = nodes.py();
+        let skip: HashSet<usize, Fast> = skip.iter().map(|n| n.as_ptr() as usize).collect();
         let mut r = self.lock(py);
         let mut order = Vec::new();
         let mut changed = HashMap::new();
         for n in nodes.try_iter()? {
             let n = n?;
+            if skip.contains(&(n.as_ptr() as usize)) {
+                continue;
+            }
             if r.unchanged(&n)? {
                 order.push(n.getattr(intern!(py, "name"))?.extract()?);
             } else {
@@ -508,8 +513,10 @@ impl PyFxReader {
         }))
     }
 
-    /// Read `nodes` (an fx graph's nodes, in order) for the next `analyze(..., reader=self)`.
-    fn read(&self, nodes: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Read `nodes` (an fx graph's nodes, in order) for the next `analyze(..., reader=self)`;
+    /// `by_name`, when given, is filled with the nodes by name.
+    #[pyo3(signature = (nodes, by_name=None))]
+    fn read(&self, nodes: &Bound<'_, PyAny>, by_name: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
         guarded("FxReader.read", "", || {
             let t = std::time::Instant::now();
             let mut r = self.lock(nodes.py());
@@ -517,7 +524,12 @@ impl PyFxReader {
             r.seen.reserve(n);
             let mut read = Vec::with_capacity(n);
             for node in nodes.try_iter()? {
-                read.push(Box::new(r.node(&node?)?));
+                let node = node?;
+                let parsed = r.node(&node)?;
+                if let Some(by_name) = by_name {
+                    by_name.set_item(&parsed.name, &node)?;
+                }
+                read.push(Box::new(parsed));
             }
             r.nodes = Some(read);
             r.read_ms = t.elapsed().as_secs_f64() * 1e3;

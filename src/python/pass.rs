@@ -118,10 +118,12 @@ impl PyOutcome {
         guarded("Outcome.timings_json", "", || Ok(json(&self.outcome.timings)))
     }
     /// `check_delta` on the edited fx graph itself: `reader` (which read the graph before the
-    /// edits) gives the node order and re-reads the nodes that changed.
-    fn check_fx(&self, py: Python<'_>, reader: &Bound<'_, PyFxReader>, nodes: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// edits) gives the node order and re-reads the nodes that changed. The nodes in `skip`
+    /// (region members still in a graph edited in place, erased once it checked) do not count.
+    #[pyo3(signature = (reader, nodes, skip=Vec::new()))]
+    fn check_fx(&self, py: Python<'_>, reader: &Bound<'_, PyFxReader>, nodes: &Bound<'_, PyAny>, skip: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
         guarded("Outcome.check_fx", "", || {
-            let (order, nodes) = reader.get().delta(nodes)?;
+            let (order, nodes) = reader.get().delta(nodes, &skip)?;
             py.detach(|| self.outcome.check_delta(&pass::Delta { order, nodes })).map_err(to_py)
         })
     }

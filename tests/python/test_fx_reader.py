@@ -152,10 +152,10 @@ def test_check_catches_a_changed_value_on_an_untouched_node(monkeypatch):
     real_apply = rw._apply
 
     def bad_apply(g, *args):
-        added = real_apply(g, *args)
+        added, members = real_apply(g, *args)
         other = next(n for n in g.nodes if n.op == "call_function" and n not in added and "val" in n.meta)
         other.meta["val"] = other.meta["val"].new_empty((*other.meta["val"].shape, 1))
-        return added
+        return added, members
 
     monkeypatch.setattr(rw, "_apply", bad_apply)
     with pytest.raises(tta.GraphError) as err:

@@ -119,10 +119,11 @@ def test_a_failed_rewrite_leaves_the_graph_module_as_it_was(monkeypatch, failure
         real_apply = rw._apply
 
         def reordering_apply(g, *args):
-            real_apply(g, *args)
+            result = real_apply(g, *args)
             # The edits happened; now a new node moves somewhere wrong.
             call = next(n for n in g.nodes if getattr(n.target, "namespace", None) == "tta")
             [n for n in g.nodes if n.op == "placeholder"][-1].append(call)
+            return result
 
         monkeypatch.setattr(rw, "_apply", reordering_apply)
         with pytest.raises(tta.GraphError) as err:
@@ -132,6 +133,104 @@ def test_a_failed_rewrite_leaves_the_graph_module_as_it_was(monkeypatch, failure
     assert [(n.name, n.op, n.target, n.args) for n in gm.graph.nodes] == before_nodes
     inputs = models.example_inputs("transformer_rmsnorm")
     torch.testing.assert_close(gm(*inputs), model(*inputs))
+
+
+def _interleaved_region():
+    """A GraphModule whose region {a, c} has an outside reader of `a` between its members:
+    the plugin node takes `c`'s place, so that reader moves after it (a move to undo)."""
+    from tta.annotate import TAG_PREFIX
+
+    plugin = tta.custom_plugin(name="interleaved", meta_impl=lambda x: (x.new_empty(x.shape), x.new_empty(x.shape)))
+    aten = torch.ops.aten
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    tag = {TAG_PREFIX + "il:0": {"impl": plugin.key, "source": "m.py:1"}}
+    a = g.call_function(aten.relu.default, (x,))
+    b = g.call_function(aten.neg.default, (a,))
+    c = g.call_function(aten.add.Tensor, (a, x))
+    for n in (a, c):
+        n.meta["custom"] = tag
+    g.output((b, c))
+    val = torch.empty(4, 4)
+    with torch._subclasses.FakeTensorMode() as mode:
+        fake = mode.from_tensor(val)
+        for n in (x, a, b, c):
+            n.meta["val"] = fake
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    return gm, (val.uniform_(-1, 1),)
+
+
+def _state(gm):
+    return gm.code, [(n.name, n.op, n.target, n.args, n.kwargs) for n in gm.graph.nodes]
+
+
+def test_a_graph_module_edited_in_place_is_restored_when_a_later_step_fails(monkeypatch):
+    # New nodes, a rewired reader and a moved node are all undone, and a second rewrite (whose
+    # names fx saw given once already) succeeds.
+    gm, inputs = _interleaved_region()
+    want, before = gm(*inputs), _state(gm)
+    rw = sys.modules["tta.rewrite"]
+    real_apply = rw._apply
+    applied = []
+
+    def failing_apply(g, nodes, root, edits, moves, *args):
+        result = real_apply(g, nodes, root, edits, moves, *args)
+        applied.append(len(moves))
+        raise RuntimeError("a later step failed")
+
+    monkeypatch.setattr(rw, "_apply", failing_apply)
+    with pytest.raises(RuntimeError, match="a later step failed"):
+        tta.rewrite(gm)
+    assert applied and applied[0] >= 1  # the reader of `a` moved
+    assert _state(gm) == before
+    monkeypatch.undo()
+
+    res = tta.rewrite(gm)
+    assert res.program is gm and [n.name for n in tta_nodes(gm)] == [res.outlined[0].node]
+    order = [n.name for n in gm.graph.nodes]
+    neg = next(n for n in gm.graph.nodes if n.name == "neg_default")
+    assert neg.args[0].args[0] is tta_nodes(gm)[0] and order.index("neg_default") > order.index(neg.args[0].name)  # moved
+    torch.testing.assert_close(gm(*inputs), want)
+
+
+def test_a_graph_module_gives_its_new_node_the_name_the_pass_chose_even_if_an_erased_node_had_it():
+    gm, inputs = _interleaved_region()
+    want = gm(*inputs)
+    name = tta.find_regions(gm)[0].id  # the region exists; its node's name comes from the report
+    res = tta.rewrite(_interleaved_region()[0])
+    taken = res.outlined[0].node
+    with gm.graph.inserting_after(next(iter(gm.graph.nodes))):
+        ghost = gm.graph.call_function(torch.ops.aten.relu.default, (next(iter(gm.graph.nodes)),))
+    ghost.name = taken
+    gm.graph._graph_namespace._rename_object(ghost, taken)
+    gm.graph.erase_node(ghost)
+    assert name and taken in gm.graph._graph_namespace._used_names
+    res = tta.rewrite(gm)
+    assert [n.name for n in tta_nodes(gm)] == [taken] == [res.outlined[0].node]
+    torch.testing.assert_close(gm(*inputs), want)
+
+
+def test_threads_rewriting_one_graph_module_take_turns():
+    import threading
+
+    gm, inputs = _interleaved_region()
+    want = gm(*inputs)
+    results, errors = [], []
+
+    def work():
+        try:
+            results.append(len(tta.rewrite(gm).outlined))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sorted(results) == [0, 0, 0, 1]
+    assert len(tta_nodes(gm)) == 1
+    torch.testing.assert_close(gm(*inputs), want)
 
 
 def test_decorator_form_tags_every_call():
@@ -293,7 +392,7 @@ def test_check_catches_a_wrong_apply(monkeypatch, mode, corruption):
     real_apply = rw._apply
 
     def bad_apply(g, *args):
-        real_apply(g, *args)
+        result = real_apply(g, *args)
         call = [n for n in g.nodes if getattr(n.target, "namespace", None) == "tta" and len(n.args) == 2][-1]
         if corruption == "rewire":  # the new node reads the wrong input
             call.args = (call.args[1], call.args[0])
@@ -304,6 +403,7 @@ def test_check_catches_a_wrong_apply(monkeypatch, mode, corruption):
             other = next(n for n in g.nodes if n.op == "call_function" and n is not call)
             other.args = tuple(other.args)
             other.kwargs = {**other.kwargs, "alpha": 2}
+        return result
 
     monkeypatch.setattr(rw, "_apply", bad_apply)
     _, ep = export("transformer_rmsnorm")
