@@ -5,6 +5,7 @@
 //! exactly one `output` node, and it is last; dtypes are known; symbolic dimensions parse; every
 //! region tag is declared.
 
+use super::dag::Adjacency;
 use super::ir::{Dim, Graph, Node, OpKind, Value, FORMAT, VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::expr;
@@ -30,7 +31,7 @@ fn err(node: &Node, message: impl Into<String>) -> Error {
 /// producers in first-use order (the dataflow edges, so `Dag` needs no second lookup pass).
 pub struct Verified<'a> {
     pub index: NameIndex<'a>,
-    pub inputs: Vec<Vec<usize>>,
+    pub inputs: Adjacency,
 }
 
 /// Check every invariant. The first error in node order is the one reported, as when the
@@ -49,7 +50,7 @@ pub fn verify_rewritten(g: &Graph, changed: &[bool]) -> Result<()> {
     verify_nodes(g, Some(changed)).map(drop)
 }
 
-fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex<'g>, Vec<Vec<usize>>)> {
+fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex<'g>, Adjacency)> {
     if g.format != FORMAT || g.version != VERSION {
         return Err(Error::new(
             ErrorKind::Parse,
@@ -76,12 +77,24 @@ fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex
     }
     let named = bad_name.as_ref().map_or(g.nodes.len(), |(i, _)| *i);
     let inputs = match changed {
-        None => crate::par::try_map(&g.nodes[..named], |i, node| check_node(g, &index, i, node, true, true))?,
-        Some(changed) => {
-            crate::par::first_err(&g.nodes[..named], |i, node| {
-                check_node(g, &index, i, node, changed.get(i).copied().unwrap_or(true), false).map(drop)
+        None => {
+            // In runs of nodes, each run's producer lists in one buffer (`Adjacency`).
+            let runs: Vec<std::ops::Range<usize>> = (0..named).step_by(NODES_PER_RUN).map(|s| s..(s + NODES_PER_RUN).min(named)).collect();
+            let pieces = crate::par::try_map(&runs, |_, run| {
+                let mut lens = Vec::with_capacity(run.len());
+                let mut items = Vec::with_capacity(run.len() * 2);
+                for i in run.clone() {
+                    let before = items.len();
+                    check_node(g, &index, i, &g.nodes[i], true, Some(&mut items))?;
+                    lens.push(items.len() - before);
+                }
+                Ok::<_, Error>((lens, items))
             })?;
-            Vec::new()
+            Adjacency::from_pieces(pieces)
+        }
+        Some(changed) => {
+            crate::par::first_err(&g.nodes[..named], |i, node| check_node(g, &index, i, node, changed.get(i).copied().unwrap_or(true), None))?;
+            Adjacency::from_pieces(Vec::new())
         }
     };
     if let Some((_, e)) = bad_name {
@@ -94,16 +107,22 @@ fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex
     Ok((index, inputs))
 }
 
+/// Nodes per run of `verify`'s parallel checks.
+const NODES_PER_RUN: usize = 2048;
+
 /// One node's checks given every name before it: its references and region tags, and with
-/// `contents` its value. With `collect`, its distinct producers in first-use order.
-fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node, contents: bool, collect: bool) -> Result<Vec<usize>> {
+/// `contents` its value. With `producers`, its distinct producers in first-use order are
+/// appended there.
+fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node, contents: bool, mut producers: Option<&mut Vec<usize>>) -> Result<()> {
     let mut bad_ref = None;
-    let mut producers = Vec::new();
+    let start = producers.as_ref().map_or(0, |p| p.len());
     node.args.iter().chain(node.kwargs.values()).for_each(|a| {
         a.for_each_ref(&mut |r| match index.get(r) {
             Some(&j) if j < i => {
-                if collect && !producers.contains(&j) {
-                    producers.push(j);
+                if let Some(p) = producers.as_deref_mut() {
+                    if !p[start..].contains(&j) {
+                        p.push(j);
+                    }
                 }
             }
             _ => {
@@ -128,7 +147,7 @@ fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node, contents:
             return Err(err(node, format!("region tag `{r}` has no declaration in the graph's regions")));
         }
     }
-    Ok(producers)
+    Ok(())
 }
 
 fn verify_value(node: &Node, v: &Value) -> Result<()> {

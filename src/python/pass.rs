@@ -10,6 +10,7 @@ use crate::pass::{self, Analysis, MetaResult, Outcome};
 use crate::regions::selectors::{self, Selectors};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
+use pyo3::types::PyList;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -151,10 +152,11 @@ fn analyze(
     graph_json: &str,
     impls_json: &str,
     selectors_json: Option<&str>,
-    nodes: Option<Vec<PyBackedStr>>,
+    nodes: Option<Bound<'_, PyAny>>,
     reader: Option<Bound<'_, PyFxReader>>,
 ) -> PyResult<PyAnalysis> {
     guarded("analyze", graph_json, || {
+        let nodes = nodes.map(|n| texts_of(&n)).transpose()?;
         let impls: pass::Impls = serde_json::from_str(impls_json).map_err(|e| input_err("impl declarations", e))?;
         let selectors = match selectors_json {
             Some(text) => selectors::from_json(text).map_err(to_py)?,
@@ -170,4 +172,17 @@ fn analyze(
         .map(|a| PyAnalysis { analysis: Mutex::new(Some(a)), texts })
         .map_err(to_py)
     })
+}
+
+/// Node texts, each held by its reference (no copy): a list item by item (borrowed), any other
+/// sequence as pyo3 extracts it.
+fn texts_of(nodes: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
+    let Ok(list) = nodes.cast::<PyList>() else {
+        return nodes.extract();
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        out.push(item.extract()?);
+    }
+    Ok(out)
 }
