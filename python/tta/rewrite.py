@@ -305,11 +305,10 @@ def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, 
     Returns the rewritten program (same type as given; an ExportedProgram is not modified, a
     GraphModule's own graph is edited, as an fx pass edits it, and recompiled; a failure at any
     step undoes every edit, leaving it as it was) and a report that says, per region, which op
-    replaced it or why it was refused. ``check`` has
-    the pass confirm that the edited fx graph is exactly the graph it computed: by default from
-    the node order and a re-reading of every node that is new or whose inputs or value changed
-    (every other node is verified unchanged by identity); ``check="full"`` re-serializes the
-    whole graph.
+    replaced it or why it was refused. ``check`` has the pass confirm that the edited fx graph
+    is exactly the graph it computed: by default from the node order and a re-reading of every
+    node that is new or whose inputs or value changed (every other node is verified unchanged
+    by identity); ``check="full"`` re-serializes the whole graph.
 
     A region that cannot be lowered raises ``RegionRefusedError`` listing every refused region
     with its reason and source line (``on_refused="raise"``); ``"warn"`` warns with the same
