@@ -28,7 +28,7 @@ from . import selectors as _selectors
 from .aot.eager import run as launch
 from .core import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
 from .errors import GraphError
-from .exported import with_new_graph
+from .exported import guard_count, with_new_graph
 from .graph_copy import copy_graph
 from .plugin import Plugin, declarations, lookup
 
@@ -360,6 +360,8 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     analysis, reader = _analyze(g, selectors, weights, declared, by_name=nodes if in_place else None)
     lap("read")
     summary = analysis.summary()
+    # A meta_impl run under the program's fake mode may add guards to its shape environment.
+    guards = guard_count(g)
     meta = run_meta_impls(summary, nodes)
     outcome = analysis.outline(meta)
     lap("pass")
@@ -385,7 +387,10 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
         else:
             program.graph = g  # the setter regenerates the module's code
     lap("recompile")
-    result = with_new_graph(program, g, added) if isinstance(program, ExportedProgram) else program
+    if isinstance(program, ExportedProgram):
+        result = with_new_graph(program, g, added, same_guards=guards is not None and guard_count(g) == guards)
+    else:
+        result = program
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())
