@@ -41,8 +41,9 @@ def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch
     attributes come from), with output specs following renamed nodes. ``added``: the nodes
     of ``g`` that ``ep``'s graph does not have, when every other node is one of ``ep``'s,
     unchanged but for its inputs; without it the whole graph is verified. ``same_guards``:
-    the caller added no guard to the shape environment (``guard_count`` before and after), so
-    ``ep``'s guards code is the new program's; otherwise it is generated again."""
+    the caller did not use the shape environment (no meta_impl ran under the fake mode), so
+    ``ep``'s guards code is the new program's; otherwise it is generated again, with the
+    guards the meta_impls added."""
     sig = _copy_signature(ep.graph_signature)
     out_node = next(n for n in reversed(g.nodes) if n.op == "output")
     for spec, arg in zip(sig.output_specs, out_node.args[0]):
@@ -65,7 +66,6 @@ def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch
     new._range_constraints = range_constraints
     new._module_call_graph = module_call_graph
     _validate(new, g, added)
-    # meta_impls ran under the program's shape environment and may have added guards.
     new._guards_code = list(ep._guards_code) if same_guards else _guards_code(gm)
     return new
 
@@ -176,21 +176,9 @@ def _copy_module_signature(sig):
     return sig
 
 
-def _first_fake(g: torch.fx.Graph) -> torch.fx.Node | None:
-    """The first node whose value is a fake tensor: its fake mode is the graph's one (torch
-    finds the shape environment by checking every node's value for that one mode)."""
-    return next((n for n in g.nodes if isinstance(n.meta.get("val"), FakeTensor)), None)
-
-
-def guard_count(g: torch.fx.Graph) -> int | None:
-    """How many guards the shape environment of ``g``'s fake tensors holds (None without one)."""
-    first = _first_fake(g)
-    env = first.meta["val"].fake_mode.shape_env if first is not None else None
-    return len(env.guards) if env is not None else None
-
-
 def _guards_code(gm: torch.fx.GraphModule) -> list[str]:
-    """The program's guards as code."""
-    first = _first_fake(gm.graph)
+    """The program's guards as code. torch finds the shape environment by checking every
+    node's value for their one fake mode; a graph's first fake tensor names it."""
+    first = next((n for n in gm.graph.nodes if isinstance(n.meta.get("val"), FakeTensor)), None)
     view = gm if first is None else SimpleNamespace(graph=SimpleNamespace(nodes=[first]))
     return _exported._convert_guards_to_code(view)

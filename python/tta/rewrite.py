@@ -28,7 +28,7 @@ from . import selectors as _selectors
 from .aot.eager import run as launch
 from .core import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
 from .errors import GraphError
-from .exported import guard_count, with_new_graph
+from .exported import with_new_graph
 from .graph_copy import copy_graph
 from .plugin import Plugin, declarations, lookup
 
@@ -70,17 +70,25 @@ def run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]
     """Each region's ``meta_impl`` outputs on its fake inputs. Regions of one plugin with the
     same input signature (a block called in a loop) give the same answer, so it is computed once
     per (plugin, signature): the symbols are the graph's own, so equal text means equal shapes."""
+    return _run_meta_impls(summary, nodes)[0]
+
+
+def _run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]) -> tuple[dict[str, list[MetaOutput] | str], bool]:
+    """``run_meta_impls``, and whether any meta_impl ran under the program's fake mode (which
+    may add guards to its shape environment) rather than on meta tensors only."""
     out: dict[str, list[MetaOutput] | str] = {}
     seen: dict[tuple, list[MetaOutput] | str] = {}
+    under_fake = False
     for r in summary:
         plugin = lookup(r.impl)
         if not r.valid or plugin is None or plugin.meta_impl is None:
             continue
         key = (r.impl, tuple(p.signature() for p in r.inputs))
         if key not in seen:
-            seen[key] = _meta_outputs(plugin, [nodes[p.name].meta.get("val") for p in r.inputs])
+            seen[key], fake = _meta_outputs(plugin, [nodes[p.name].meta.get("val") for p in r.inputs])
+            under_fake = under_fake or fake
         out[r.id] = seen[key]
-    return out
+    return out, under_fake
 
 
 # Mutable objects that two rewrites in two threads may share, one lock each: a program's
@@ -111,7 +119,8 @@ def _static_metas(vals: list) -> list[torch.Tensor] | None:
     return out
 
 
-def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
+def _meta_outputs(plugin: Plugin, vals: list) -> tuple[list[MetaOutput] | str, bool]:
+    """The outputs (or what is wrong), and whether the meta_impl ran under a fake mode."""
     # On static shapes a meta_impl runs on meta tensors first: the same meta kernels the fake
     # mode runs, without its dispatch (about half a millisecond a call, as much as the rest
     # of a small model's rewrite). What fails there (a device check, a data-dependent size)
@@ -121,7 +130,7 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
         try:
             out = _outputs_of(plugin, plugin.meta_impl(*metas))
             if not isinstance(out, str):
-                return out
+                return out, False
         except Exception:
             pass
     # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which compute
@@ -131,9 +140,9 @@ def _meta_outputs(plugin: Plugin, vals: list) -> list[MetaOutput] | str:
     try:
         with lock, fake_mode if fake_mode is not None else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
-        return _outputs_of(plugin, res)
+        return _outputs_of(plugin, res), fake_mode is not None
     except Exception as e:  # the user's meta_impl: report, never crash the rewrite
-        return f"{type(e).__name__}: {e}"
+        return f"{type(e).__name__}: {e}", fake_mode is not None
 
 
 def _outputs_of(plugin: Plugin, res: Any) -> list[MetaOutput] | str:
@@ -360,9 +369,7 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     analysis, reader = _analyze(g, selectors, weights, declared, by_name=nodes if in_place else None)
     lap("read")
     summary = analysis.summary()
-    # A meta_impl run under the program's fake mode may add guards to its shape environment.
-    guards = guard_count(g)
-    meta = run_meta_impls(summary, nodes)
+    meta, under_fake = _run_meta_impls(summary, nodes)
     outcome = analysis.outline(meta)
     lap("pass")
     undo = _Undo(g) if in_place else None
@@ -388,7 +395,8 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
             program.graph = g  # the setter regenerates the module's code
     lap("recompile")
     if isinstance(program, ExportedProgram):
-        result = with_new_graph(program, g, added, same_guards=guards is not None and guard_count(g) == guards)
+        # meta_impls that ran on meta tensors only never saw the program's shape environment.
+        result = with_new_graph(program, g, added, same_guards=not under_fake)
     else:
         result = program
     lap("wrap")
