@@ -86,7 +86,7 @@ def _run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node
         key = (r.impl, tuple(p.signature() for p in r.inputs))
         if key not in seen:
             seen[key], fake = _meta_outputs(plugin, [nodes[p.name].meta.get("val") for p in r.inputs])
-            under_fake = under_fake or fake
+            under_fake |= fake
         out[r.id] = seen[key]
     return out, under_fake
 
@@ -136,13 +136,14 @@ def _meta_outputs(plugin: Plugin, vals: list) -> tuple[list[MetaOutput] | str, b
     # Exported graphs carry fake tensors; hand-built ones may carry meta tensors, which compute
     # shapes without any mode.
     fake_mode = torch._guards.detect_fake_mode(vals)
-    lock = _lock_of(fake_mode) if fake_mode is not None else contextlib.nullcontext()
+    under_fake = fake_mode is not None
+    lock = _lock_of(fake_mode) if under_fake else contextlib.nullcontext()
     try:
-        with lock, fake_mode if fake_mode is not None else contextlib.nullcontext():
+        with lock, fake_mode if under_fake else contextlib.nullcontext():
             res = plugin.meta_impl(*vals)
-        return _outputs_of(plugin, res), fake_mode is not None
+        return _outputs_of(plugin, res), under_fake
     except Exception as e:  # the user's meta_impl: report, never crash the rewrite
-        return f"{type(e).__name__}: {e}", fake_mode is not None
+        return f"{type(e).__name__}: {e}", under_fake
 
 
 def _outputs_of(plugin: Plugin, res: Any) -> list[MetaOutput] | str:
@@ -394,11 +395,8 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
         else:
             program.graph = g  # the setter regenerates the module's code
     lap("recompile")
-    if isinstance(program, ExportedProgram):
-        # meta_impls that ran on meta tensors only never saw the program's shape environment.
-        result = with_new_graph(program, g, added, same_guards=not under_fake)
-    else:
-        result = program
+    # meta_impls that ran on meta tensors only never saw the program's shape environment.
+    result = with_new_graph(program, g, added, same_guards=not under_fake) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())
