@@ -20,7 +20,9 @@ fn chain(n: usize) -> String {
         ));
         prev = name;
     }
-    s.push_str(&format!(r#",{{"name":"output","op":"output","target":"output","args":[[{{"ref":"{prev}"}}]]}}],"regions":{{"#));
+    s.push_str(&format!(
+        r#",{{"name":"output","op":"output","target":"output","args":[[{{"ref":"{prev}"}}]]}}],"regions":{{"#
+    ));
     for i in 0..n {
         if i > 0 {
             s.push(',');
@@ -61,7 +63,12 @@ fn main() {
     println!("after outline: peak {:.0} MB", peak_mb());
     let edits = serde_json::to_string(&outcome.edits_out()).unwrap();
     let report = serde_json::to_string(&outcome.report).unwrap();
-    println!("after edits ({} MB) and report ({} MB): peak {:.0} MB", edits.len() / 1_000_000, report.len() / 1_000_000, peak_mb());
+    println!(
+        "after edits ({} MB) and report ({} MB): peak {:.0} MB",
+        edits.len() / 1_000_000,
+        report.len() / 1_000_000,
+        peak_mb()
+    );
     let peak = peak_mb();
     println!("pass peak {:.0} MB above the input: {:.1}x the input", peak - base, (peak - base) / input_mb);
 }

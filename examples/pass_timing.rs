@@ -12,7 +12,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (graph_path, impls_path) = (&args[1], &args[2]);
     let text = std::fs::read_to_string(graph_path).expect("graph file");
-    let impls: pass::Impls = serde_json::from_str(&std::fs::read_to_string(impls_path).expect("impls file")).expect("impls");
+    let impls: pass::Impls =
+        serde_json::from_str(&std::fs::read_to_string(impls_path).expect("impls file")).expect("impls");
     for round in 0..3 {
         let t = Instant::now();
         let analysis = pass::analyze_json(&text, impls.clone(), &Default::default()).expect("analyze");

@@ -20,7 +20,10 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync + Se
 /// slices: the error of the first item that failed, else the results. Each result is written
 /// once into a list of the final layout (a list of `Result`s is larger than one of `R`s, so
 /// collecting it again would copy every result into fresh memory).
-pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(usize, &T) -> Result<R, E> + Sync + Send) -> Result<Vec<R>, E> {
+pub fn try_map<T: Sync, R: Send, E: Send>(
+    items: &[T],
+    f: impl Fn(usize, &T) -> Result<R, E> + Sync + Send,
+) -> Result<Vec<R>, E> {
     if items.len() < SERIAL_BELOW {
         return items.iter().enumerate().map(|(i, x)| f(i, x)).collect();
     }

@@ -61,8 +61,10 @@ fn every_edge_names_a_drawn_node() {
 #[test]
 fn long_runs_of_plain_ops_collapse_into_one_node() {
     let f = common::load("transformer_rmsnorm");
-    let full = dot_of("transformer_rmsnorm", &DotOptions { max_nodes: 10_000, min_chain: usize::MAX, ..Default::default() });
-    let collapsed = dot_of("transformer_rmsnorm", &DotOptions { max_nodes: 10_000, min_chain: 3, ..Default::default() });
+    let full =
+        dot_of("transformer_rmsnorm", &DotOptions { max_nodes: 10_000, min_chain: usize::MAX, ..Default::default() });
+    let collapsed =
+        dot_of("transformer_rmsnorm", &DotOptions { max_nodes: 10_000, min_chain: 3, ..Default::default() });
     assert!(collapsed.contains(" ops\\n"), "{collapsed}");
     assert!(collapsed.contains("drawn as one node each"));
     assert!(ids(&collapsed).0.len() < ids(&full).0.len());
@@ -70,7 +72,8 @@ fn long_runs_of_plain_ops_collapse_into_one_node() {
     let out = common::run(f.graph.clone(), f.impls, &HashMap::new());
     for r in &out.report {
         for n in &r.nodes {
-            let drawn = collapsed.contains(&format!("[label=\"{n}\\n")) || collapsed.contains(&format!("[label=\"{n}\""));
+            let drawn =
+                collapsed.contains(&format!("[label=\"{n}\\n")) || collapsed.contains(&format!("[label=\"{n}\""));
             assert!(drawn, "member {n} of {} not drawn", r.id);
         }
     }

@@ -51,7 +51,10 @@ fn dynamic_dims_stay_symbolic_in_signatures() {
     let out = common::run(f.graph, f.impls, &HashMap::new());
     let r = &out.report[0];
     let tta::regions::PortKind::Tensor { shape, .. } = &r.inputs[0].kind else { panic!() };
-    assert!(matches!(&shape[0], tta::graph::Dim::Sym(s) if s.starts_with('s')), "batch dim should be symbolic, got {shape:?}");
+    assert!(
+        matches!(&shape[0], tta::graph::Dim::Sym(s) if s.starts_with('s')),
+        "batch dim should be symbolic, got {shape:?}"
+    );
 }
 
 #[test]

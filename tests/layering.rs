@@ -225,7 +225,10 @@ fn no_files_use_each_other() {
             g.add_edge(node[f.as_str()], node[u.as_str()], ());
         }
     }
-    let cycles: Vec<Vec<&str>> =
-        tarjan_scc(&g).into_iter().filter(|scc| scc.len() > 1).map(|scc| scc.into_iter().map(|n| g[n]).collect()).collect();
+    let cycles: Vec<Vec<&str>> = tarjan_scc(&g)
+        .into_iter()
+        .filter(|scc| scc.len() > 1)
+        .map(|scc| scc.into_iter().map(|n| g[n]).collect())
+        .collect();
     assert!(cycles.is_empty(), "{cycles:?}");
 }

@@ -34,18 +34,30 @@ fn verify_err(nodes: serde_json::Value) -> tta::Error {
 
 #[test]
 fn verifier_names_the_offending_node() {
-    let e = verify_err(json!([ph("x", &["4"]), call("a", "aten.relu.default", json!([{"ref": "a"}]), &["4"], None), out("o", &["a"])]));
+    let e = verify_err(json!([
+        ph("x", &["4"]),
+        call("a", "aten.relu.default", json!([{"ref": "a"}]), &["4"], None),
+        out("o", &["a"])
+    ]));
     assert_eq!(e.node.as_deref(), Some("a"));
     assert!(e.message.contains("refers to itself"), "{e}");
     assert_eq!(e.source.as_deref(), Some("m.py:1"));
 
-    let e = verify_err(json!([ph("x", &["4"]), out("o", &["x"]), call("a", "aten.relu.default", json!([{"ref": "x"}]), &["4"], None)]));
+    let e = verify_err(json!([
+        ph("x", &["4"]),
+        out("o", &["x"]),
+        call("a", "aten.relu.default", json!([{"ref": "x"}]), &["4"], None)
+    ]));
     assert!(e.message.contains("output node must be the last"), "{e}");
 
     let e = verify_err(json!([ph("x", &["4"])]));
     assert!(e.message.contains("exactly one output"), "{e}");
 
-    let e = verify_err(json!([ph("x", &["4"]), call("b", "aten.relu.default", json!([{"ref": "x"}]), &["s0 * * 2"], None), out("o", &["b"])]));
+    let e = verify_err(json!([
+        ph("x", &["4"]),
+        call("b", "aten.relu.default", json!([{"ref": "x"}]), &["s0 * * 2"], None),
+        out("o", &["b"])
+    ]));
     assert_eq!(e.node.as_deref(), Some("b"));
 }
 
@@ -56,8 +68,12 @@ fn the_verifier_after_a_rewrite_checks_every_reference_and_the_changed_values() 
         tta::graph::from_json(&doc.to_string()).unwrap()
     };
     let rewritten = |bad: &str| {
-        json!([ph("x", &["4"]), call("a", "aten.relu.default", json!([{"ref": bad}]), &["4"], None),
-               call("b", "aten.relu.default", json!([{"ref": "a"}]), &["s0 * * 2"], None), out("o", &["b"])])
+        json!([
+            ph("x", &["4"]),
+            call("a", "aten.relu.default", json!([{"ref": bad}]), &["4"], None),
+            call("b", "aten.relu.default", json!([{"ref": "a"}]), &["s0 * * 2"], None),
+            out("o", &["b"])
+        ])
     };
     // A reader left pointing at a removed node is caught on an unchanged node too.
     let g = doc(rewritten("gone"));
@@ -218,7 +234,9 @@ fn rewritten_graph_round_trips_through_json() {
 #[test]
 fn mutually_dependent_regions_are_refused_not_asserted() {
     // A = {a1, a2}, B = {b1, b2}; a2 reads b1 and b2 reads a1: each is convex, together a cycle.
-    let relu = |name: &str, arg: &str, region: &str| call(name, "aten.relu.default", json!([{"ref": arg}]), &["4"], Some(region));
+    let relu = |name: &str, arg: &str, region: &str| {
+        call(name, "aten.relu.default", json!([{"ref": arg}]), &["4"], Some(region))
+    };
     let add = |name: &str, x: &str, y: &str, region: &str| {
         call(name, "aten.add.Tensor", json!([{"ref": x}, {"ref": y}]), &["4"], Some(region))
     };
@@ -286,8 +304,12 @@ fn a_graph_given_as_node_texts_is_written_back_reusing_the_texts_of_unchanged_no
             format!("{}, \"kwargs\": {{}} }}", text.trim_end().strip_suffix('}').unwrap())
         })
         .collect();
-    let header = json!({"format": "tta-graph", "version": 1, "nodes": [], "regions": {"r:0": {"impl": "k"}}}).to_string();
-    let outcome = pass::analyze_parts(&header, &texts, impls(&[("k", "k_op")]), &Default::default()).unwrap().outline(&HashMap::new()).unwrap();
+    let header =
+        json!({"format": "tta-graph", "version": 1, "nodes": [], "regions": {"r:0": {"impl": "k"}}}).to_string();
+    let outcome = pass::analyze_parts(&header, &texts, impls(&[("k", "k_op")]), &Default::default())
+        .unwrap()
+        .outline(&HashMap::new())
+        .unwrap();
     assert_eq!(outcome.report[0].status, Status::Outlined, "{:?}", outcome.report);
     let text = outcome.graph_json_reusing(&texts);
     let parsed = tta::graph::from_json(&text).unwrap();

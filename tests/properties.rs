@@ -36,7 +36,12 @@ fn spec() -> impl Strategy<Value = Spec> {
                 (prop::collection::vec(0..avail, 1..=3.min(avail).max(1)), mask)
             })
             .collect::<Vec<_>>();
-        (Just(inputs), calls, Just(regions), Just(dim)).prop_map(|(inputs, calls, regions, dim)| Spec { inputs, calls, regions, dim })
+        (Just(inputs), calls, Just(regions), Just(dim)).prop_map(|(inputs, calls, regions, dim)| Spec {
+            inputs,
+            calls,
+            regions,
+            dim,
+        })
     })
 }
 
@@ -65,9 +70,11 @@ fn build(s: &Spec, prefix: &str) -> Graph {
         let regions: Vec<String> = (0..s.regions).filter(|r| mask & (1 << r) != 0).map(|r| format!("r{r}")).collect();
         nodes.push(json!({"name": name(i), "op": "call_function", "target": target, "args": args, "val": t, "regions": regions}));
     }
-    let sinks: Vec<_> = (s.inputs..s.inputs + s.calls.len()).filter(|i| !used.contains(i)).map(|i| json!({"ref": name(i)})).collect();
+    let sinks: Vec<_> =
+        (s.inputs..s.inputs + s.calls.len()).filter(|i| !used.contains(i)).map(|i| json!({"ref": name(i)})).collect();
     nodes.push(json!({"name": format!("{prefix}output"), "op": "output", "target": "output", "args": [sinks]}));
-    let decls: serde_json::Map<String, serde_json::Value> = (0..s.regions).map(|r| (format!("r{r}"), json!({"impl": "k"}))).collect();
+    let decls: serde_json::Map<String, serde_json::Value> =
+        (0..s.regions).map(|r| (format!("r{r}"), json!({"impl": "k"}))).collect();
     common::graph_of(serde_json::Value::Array(nodes), serde_json::Value::Object(decls))
 }
 

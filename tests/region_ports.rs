@@ -17,7 +17,13 @@ fn ph(name: &str, shape: &[&str], weight: bool) -> serde_json::Value {
     n
 }
 
-fn call(name: &str, target: &str, args: serde_json::Value, val: serde_json::Value, region: Option<&str>) -> serde_json::Value {
+fn call(
+    name: &str,
+    target: &str,
+    args: serde_json::Value,
+    val: serde_json::Value,
+    region: Option<&str>,
+) -> serde_json::Value {
     let mut n = json!({"name": name, "op": "call_function", "target": target, "args": args, "val": val});
     if let Some(r) = region {
         n["regions"] = json!([r]);
@@ -61,7 +67,11 @@ fn pinned_inputs_fix_the_order_and_must_be_complete() {
     assert_eq!(names(&weighted(json!({"impl": "k", "inputs": ["b", "w", "x"]}))), ["b", "w", "x"]);
     let r = weighted(json!({"impl": "k", "inputs": ["w", "x"]}));
     assert_eq!(r.status, Status::Refused);
-    assert!(r.reason.as_deref().unwrap().contains("reads `b`, which lower_as(inputs=...) does not list"), "{:?}", r.reason);
+    assert!(
+        r.reason.as_deref().unwrap().contains("reads `b`, which lower_as(inputs=...) does not list"),
+        "{:?}",
+        r.reason
+    );
     let r = weighted(json!({"impl": "k", "inputs": ["w", "x", "b", "zz"]}));
     assert!(r.reason.as_deref().unwrap().contains("lists `zz` (position 3)"), "{:?}", r.reason);
 }
@@ -99,7 +109,13 @@ fn sym_bool() -> serde_json::Value {
 
 /// `assert_scalar(name, cond)`, with the source line export gives the deferred check.
 fn check(name: &str, cond: &str) -> serde_json::Value {
-    let mut n = call(name, "aten._assert_scalar.default", json!([{"ref": cond}, "Runtime assertion failed"]), json!(null), None);
+    let mut n = call(
+        name,
+        "aten._assert_scalar.default",
+        json!([{"ref": cond}, "Runtime assertion failed"]),
+        json!(null),
+        None,
+    );
     n["source"] = json!("model.py:7");
     n
 }
@@ -178,7 +194,10 @@ fn a_check_of_an_inside_integer_against_an_outside_value_refuses_the_region() {
         let r = &o.report[0];
         assert_eq!(r.status, Status::Refused);
         let why = r.reason.as_deref().unwrap();
-        assert!(why.contains("`n` is read by the runtime check `chk` (aten._assert_scalar.default, model.py:7)"), "{why}");
+        assert!(
+            why.contains("`n` is read by the runtime check `chk` (aten._assert_scalar.default, model.py:7)"),
+            "{why}"
+        );
         // Shared with the check of `y`, the size stays outside; else it would come along.
         let outside = if shared { "`le` also reads `size_y`" } else { "`size_y` also reads `y`" };
         assert!(why.contains(&format!("{outside} from outside the region")), "{why}");

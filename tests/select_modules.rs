@@ -25,7 +25,10 @@ fn two_blocks() -> tta::graph::Graph {
         let s_norm = [M, (bp.as_str(), bt, 0), (np.as_str(), "m.Norm", 0)];
         nodes.push(inside(call(&format!("add{i}"), "aten.add.Tensor", json!([format!("@{prev}"), "@w"])), &s_block));
         nodes.push(inside(call(&format!("relu{i}"), "aten.relu.default", json!([format!("@add{i}")])), &s_block));
-        nodes.push(inside(call(&format!("sq{i}"), "aten.mul.Tensor", json!([format!("@relu{i}"), format!("@relu{i}")])), &s_norm));
+        nodes.push(inside(
+            call(&format!("sq{i}"), "aten.mul.Tensor", json!([format!("@relu{i}"), format!("@relu{i}")])),
+            &s_norm,
+        ));
         prev = format!("sq{i}");
     }
     nodes.push(inside(call("tail", "aten.neg.default", json!([format!("@{prev}")])), &[M]));
@@ -130,10 +133,16 @@ fn one_instance_two_selectors_same_impl_is_one_region_different_impls_an_error()
     .err()
     .unwrap();
     assert_eq!(e.kind, tta::ErrorKind::Input);
-    assert!(e.message.contains("module `blocks.0` is chosen by selector `m.Block` (impl `a@1`) and by selector `blocks.0` (impl `b@1`)"), "{e}");
+    assert!(
+        e.message.contains(
+            "module `blocks.0` is chosen by selector `m.Block` (impl `a@1`) and by selector `blocks.0` (impl `b@1`)"
+        ),
+        "{e}"
+    );
     assert_eq!(e.node.as_deref(), Some("add0"));
 
-    let bad = tta::regions::selectors::from_json(r#"{"modules": [{"type": "m.Block", "path": "b", "impl": "a"}]}"#).unwrap();
+    let bad =
+        tta::regions::selectors::from_json(r#"{"modules": [{"type": "m.Block", "path": "b", "impl": "a"}]}"#).unwrap();
     let e = tta::pass::analyze(two_blocks(), impls(&["a"]), &bad).err().unwrap();
     assert!(e.message.contains("exactly one of"), "{e}");
     assert!(tta::regions::selectors::from_json(r#"{"modules": [], "bogus": 1}"#).is_err());
@@ -159,7 +168,12 @@ fn a_module_that_is_not_a_valid_region_is_refused_with_the_reason_and_left_alone
     // In-place op inside the module.
     let mut mutating = call("m_", "aten.mul_.Tensor", json!(["@x", 2]));
     mutating["mutates"] = json!(["0"]);
-    let g = graph(vec![ph("x"), inside(mutating, &s), inside(call("b", "aten.relu.default", json!(["@m_"])), &s), output(&["b"])]);
+    let g = graph(vec![
+        ph("x"),
+        inside(mutating, &s),
+        inside(call("b", "aten.relu.default", json!(["@m_"])), &s),
+        output(&["b"]),
+    ]);
     let out = run(g, impls(&["odd@1"]), json!({"modules": [{"type": "m.Odd", "impl": "odd@1"}]}));
     assert!(refused(&out)[0].reason.as_deref().unwrap().contains("writes its input in place"));
 }

@@ -19,7 +19,13 @@ fn add_relu() -> Value {
     pattern(
         "add_relu",
         "ar@1",
-        vec![ph("x"), ph("y"), call("add", "aten.add.Tensor", json!(["@x", "@y"])), call("relu", "aten.relu.default", json!(["@add"])), output(&["relu"])],
+        vec![
+            ph("x"),
+            ph("y"),
+            call("add", "aten.add.Tensor", json!(["@x", "@y"])),
+            call("relu", "aten.relu.default", json!(["@add"])),
+            output(&["relu"]),
+        ],
     )
 }
 
@@ -57,9 +63,21 @@ fn commutative_swap_is_tried_and_ports_follow_the_pattern_order() {
     let p = pattern(
         "rev",
         "rev@1",
-        vec![ph("x"), ph("y"), call("add", "aten.add.Tensor", json!(["@y", "@x"])), call("relu", "aten.relu.default", json!(["@add"])), output(&["relu"])],
+        vec![
+            ph("x"),
+            ph("y"),
+            call("add", "aten.add.Tensor", json!(["@y", "@x"])),
+            call("relu", "aten.relu.default", json!(["@add"])),
+            output(&["relu"]),
+        ],
     );
-    let g = graph(vec![ph("p"), ph("q"), call("s", "aten.add.Tensor", json!(["@p", "@q"])), call("r", "aten.relu.default", json!(["@s"])), output(&["r"])]);
+    let g = graph(vec![
+        ph("p"),
+        ph("q"),
+        call("s", "aten.add.Tensor", json!(["@p", "@q"])),
+        call("r", "aten.relu.default", json!(["@s"])),
+        output(&["r"]),
+    ]);
     let out = run(g, impls(&["rev@1"]), patterns(vec![p]));
     assert_eq!(names(&outlined(&out)[0].inputs), ["q", "p"], "pattern input x binds q");
 
@@ -67,9 +85,20 @@ fn commutative_swap_is_tried_and_ports_follow_the_pattern_order() {
     let p = pattern(
         "sub",
         "sub@1",
-        vec![ph("x"), ph("y"), call("d", "aten.sub.Tensor", json!(["@x", 1.0])), call("relu", "aten.relu.default", json!(["@d"])), output(&["relu"])],
+        vec![
+            ph("x"),
+            ph("y"),
+            call("d", "aten.sub.Tensor", json!(["@x", 1.0])),
+            call("relu", "aten.relu.default", json!(["@d"])),
+            output(&["relu"]),
+        ],
     );
-    let g = graph(vec![ph("p"), call("d", "aten.sub.Tensor", json!([1.0, "@p"])), call("r", "aten.relu.default", json!(["@d"])), output(&["r"])]);
+    let g = graph(vec![
+        ph("p"),
+        call("d", "aten.sub.Tensor", json!([1.0, "@p"])),
+        call("r", "aten.relu.default", json!(["@d"])),
+        output(&["r"]),
+    ]);
     assert!(run(g, impls(&["sub@1"]), patterns(vec![p])).report.is_empty());
 }
 
@@ -80,7 +109,13 @@ fn a_valid_embedding_wins_over_an_invalid_one_at_the_same_anchor() {
     let p = pattern(
         "negmul",
         "nm@1",
-        vec![ph("x"), ph("y"), call("n", "aten.neg.default", json!(["@x"])), call("m", "aten.mul.Tensor", json!(["@n", "@y"])), output(&["m"])],
+        vec![
+            ph("x"),
+            ph("y"),
+            call("n", "aten.neg.default", json!(["@x"])),
+            call("m", "aten.mul.Tensor", json!(["@n", "@y"])),
+            output(&["m"]),
+        ],
     );
     let g = graph(vec![
         ph("a"),
@@ -101,10 +136,24 @@ fn a_valid_embedding_wins_over_an_invalid_one_at_the_same_anchor() {
 #[test]
 fn literals_must_match_exactly() {
     let p = |lit: Value| {
-        pattern("p", "p@1", vec![ph("x"), call("m", "aten.mean.dim", json!(["@x", [-1], true])), call("a", "aten.add.Tensor", json!(["@m", lit])), output(&["a"])])
+        pattern(
+            "p",
+            "p@1",
+            vec![
+                ph("x"),
+                call("m", "aten.mean.dim", json!(["@x", [-1], true])),
+                call("a", "aten.add.Tensor", json!(["@m", lit])),
+                output(&["a"]),
+            ],
+        )
     };
     let g = |keep: bool, lit: Value| {
-        graph(vec![ph("x"), call("m", "aten.mean.dim", json!(["@x", [-1], keep])), call("a", "aten.add.Tensor", json!(["@m", lit])), output(&["a"])])
+        graph(vec![
+            ph("x"),
+            call("m", "aten.mean.dim", json!(["@x", [-1], keep])),
+            call("a", "aten.add.Tensor", json!(["@m", lit])),
+            output(&["a"]),
+        ])
     };
     let n = |p: Value, g| outlined(&run(g, impls(&["p@1"]), patterns(vec![p]))).len();
     assert_eq!(n(p(json!(1e-6)), g(true, json!(1e-6))), 1);
@@ -113,19 +162,59 @@ fn literals_must_match_exactly() {
     assert_eq!(n(p(json!(1.0)), g(true, json!(1))), 0, "an int is not a float");
     assert_eq!(n(p(json!({"float": "nan"})), g(true, json!({"float": "nan"}))), 1, "NaN equals NaN");
     // A literal never matches a reference: static-shape patterns miss symbolic sizes.
-    let pv = pattern("v", "p@1", vec![ph("x"), call("v", "aten.view.default", json!(["@x", [4, 8]])), call("r", "aten.relu.default", json!(["@v"])), output(&["r"])]);
+    let pv = pattern(
+        "v",
+        "p@1",
+        vec![
+            ph("x"),
+            call("v", "aten.view.default", json!(["@x", [4, 8]])),
+            call("r", "aten.relu.default", json!(["@v"])),
+            output(&["r"]),
+        ],
+    );
     let mut size = call("s", "aten.sym_size.int", json!(["@x", 0]));
     size["val"] = json!({"sym": "s0"});
-    let gv = graph(vec![ph("x"), size, call("v", "aten.view.default", json!(["@x", ["@s", 8]])), call("r", "aten.relu.default", json!(["@v"])), output(&["r"])]);
+    let gv = graph(vec![
+        ph("x"),
+        size,
+        call("v", "aten.view.default", json!(["@x", ["@s", 8]])),
+        call("r", "aten.relu.default", json!(["@v"])),
+        output(&["r"]),
+    ]);
     assert!(run(gv, impls(&["p@1"]), patterns(vec![pv])).report.is_empty());
 }
 
 #[test]
 fn wildcards_bind_consistently_and_injectively() {
-    let square = pattern("sq", "sq@1", vec![ph("x"), call("m", "aten.mul.Tensor", json!(["@x", "@x"])), call("e", "aten.exp.default", json!(["@m"])), output(&["e"])]);
-    let prod = pattern("pr", "pr@1", vec![ph("x"), ph("y"), call("m", "aten.mul.Tensor", json!(["@x", "@y"])), call("e", "aten.exp.default", json!(["@m"])), output(&["e"])]);
+    let square = pattern(
+        "sq",
+        "sq@1",
+        vec![
+            ph("x"),
+            call("m", "aten.mul.Tensor", json!(["@x", "@x"])),
+            call("e", "aten.exp.default", json!(["@m"])),
+            output(&["e"]),
+        ],
+    );
+    let prod = pattern(
+        "pr",
+        "pr@1",
+        vec![
+            ph("x"),
+            ph("y"),
+            call("m", "aten.mul.Tensor", json!(["@x", "@y"])),
+            call("e", "aten.exp.default", json!(["@m"])),
+            output(&["e"]),
+        ],
+    );
     let target = |a: &str, b: &str| {
-        graph(vec![ph("a"), ph("b"), call("m", "aten.mul.Tensor", json!([format!("@{a}"), format!("@{b}")])), call("e", "aten.exp.default", json!(["@m"])), output(&["e"])])
+        graph(vec![
+            ph("a"),
+            ph("b"),
+            call("m", "aten.mul.Tensor", json!([format!("@{a}"), format!("@{b}")])),
+            call("e", "aten.exp.default", json!(["@m"])),
+            output(&["e"]),
+        ])
     };
     let n = |p: &Value, g| outlined(&run(g, impls(&["sq@1", "pr@1"]), patterns(vec![p.clone()]))).len();
     assert_eq!(n(&square, target("a", "a")), 1);
@@ -222,7 +311,13 @@ fn multi_output_patterns_reach_siblings_forward_and_return_in_pattern_order() {
     let p = pattern(
         "sum_prod",
         "sp@1",
-        vec![ph("x"), ph("y"), call("s", "aten.add.Tensor", json!(["@x", "@y"])), call("p", "aten.mul.Tensor", json!(["@x", "@y"])), output(&["s", "p"])],
+        vec![
+            ph("x"),
+            ph("y"),
+            call("s", "aten.add.Tensor", json!(["@x", "@y"])),
+            call("p", "aten.mul.Tensor", json!(["@x", "@y"])),
+            output(&["s", "p"]),
+        ],
     );
     // In the target the product comes first.
     let g = graph(vec![
@@ -249,7 +344,13 @@ fn a_non_convex_occurrence_is_refused_by_validation() {
     let p = pattern(
         "nc",
         "nc@1",
-        vec![ph("x"), ph("z"), call("n", "aten.neg.default", json!(["@x"])), call("m", "aten.mul.Tensor", json!(["@x", "@z"])), output(&["n", "m"])],
+        vec![
+            ph("x"),
+            ph("z"),
+            call("n", "aten.neg.default", json!(["@x"])),
+            call("m", "aten.mul.Tensor", json!(["@x", "@z"])),
+            output(&["n", "m"]),
+        ],
     );
     let g = graph(vec![
         ph("a"),
@@ -269,25 +370,58 @@ fn malformed_patterns_are_input_errors_naming_the_pattern() {
     let g = graph(vec![ph("a"), call("r", "aten.relu.default", json!(["@a"])), output(&["r"])]);
     let err = |p: Value| tta::pass::analyze(g.clone(), impls(&["p@1"]), &selectors(patterns(vec![p]))).err().unwrap();
 
-    let e = err(pattern("two", "p@1", vec![ph("x"), ph("y"), call("r", "aten.relu.default", json!(["@x"])), call("n", "aten.neg.default", json!(["@y"])), output(&["r", "n"])]));
+    let e = err(pattern(
+        "two",
+        "p@1",
+        vec![
+            ph("x"),
+            ph("y"),
+            call("r", "aten.relu.default", json!(["@x"])),
+            call("n", "aten.neg.default", json!(["@y"])),
+            output(&["r", "n"]),
+        ],
+    ));
     assert_eq!(e.kind, tta::ErrorKind::Input);
-    assert!(e.message.starts_with("pattern `two`: it is not connected: `r` shares no value with the output `n`"), "{e}");
+    assert!(
+        e.message.starts_with("pattern `two`: it is not connected: `r` shares no value with the output `n`"),
+        "{e}"
+    );
     assert_eq!(e.node.as_deref(), Some("r"));
 
-    let e = err(pattern("id", "p@1", vec![ph("x"), call("r", "aten.relu.default", json!(["@x"])), output(&["r", "x"])]));
+    let e =
+        err(pattern("id", "p@1", vec![ph("x"), call("r", "aten.relu.default", json!(["@x"])), output(&["r", "x"])]));
     assert!(e.message.contains("it returns `x`, which is not computed by the pattern"), "{e}");
 
-    let e = err(pattern("ga", "p@1", vec![ph("x"), json!({"name": "c", "op": "get_attr", "target": "c"}), call("r", "aten.add.Tensor", json!(["@x", "@c"])), output(&["r"])]));
+    let e = err(pattern(
+        "ga",
+        "p@1",
+        vec![
+            ph("x"),
+            json!({"name": "c", "op": "get_attr", "target": "c"}),
+            call("r", "aten.add.Tensor", json!(["@x", "@c"])),
+            output(&["r"]),
+        ],
+    ));
     assert!(e.message.contains("`c` is a get_attr node"), "{e}");
 
-    let e = err(pattern("dead", "p@1", vec![ph("x"), call("d", "aten.neg.default", json!(["@x"])), call("r", "aten.relu.default", json!(["@x"])), output(&["r"])]));
+    let e = err(pattern(
+        "dead",
+        "p@1",
+        vec![
+            ph("x"),
+            call("d", "aten.neg.default", json!(["@x"])),
+            call("r", "aten.relu.default", json!(["@x"])),
+            output(&["r"]),
+        ],
+    ));
     assert!(e.message.contains("`d` is computed but neither used nor returned"), "{e}");
 
     let e = err(pattern("bad", "p@1", vec![ph("x"), call("r", "aten.relu.default", json!(["@nope"])), output(&["r"])]));
     assert!(e.message.contains("the pattern graph is invalid"), "{e}");
 
     // A name given again is labelled `#2` (this graph has no add+relu: both occur nowhere).
-    let a = tta::pass::analyze(g.clone(), impls(&["ar@1"]), &selectors(patterns(vec![add_relu(), add_relu()]))).unwrap();
+    let a =
+        tta::pass::analyze(g.clone(), impls(&["ar@1"]), &selectors(patterns(vec![add_relu(), add_relu()]))).unwrap();
     assert_eq!(a.unmatched.iter().map(|u| u.pattern.as_str()).collect::<Vec<_>>(), ["add_relu", "add_relu#2"]);
 }
 
@@ -308,7 +442,8 @@ fn rmsnorm_pattern() -> Value {
 fn rmsnorm_pattern_finds_the_same_regions_as_the_module_selector() {
     let g = fixture_without_annotations("transformer_rmsnorm");
     let by_pattern = run(g.clone(), impls(&["rms@1"]), patterns(vec![rmsnorm_pattern()]));
-    let by_module = run(g.clone(), impls(&["rms@1"]), json!({"modules": [{"type": "models.RMSNorm", "impl": "rms@1"}]}));
+    let by_module =
+        run(g.clone(), impls(&["rms@1"]), json!({"modules": [{"type": "models.RMSNorm", "impl": "rms@1"}]}));
     let nodes = |o: &tta::pass::Outcome| outlined(o).iter().map(|r| r.nodes.clone()).collect::<Vec<_>>();
     assert_eq!(nodes(&by_pattern).len(), 2, "{}", report_text(&by_pattern));
     assert_eq!(nodes(&by_pattern), nodes(&by_module));

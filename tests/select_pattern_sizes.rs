@@ -52,7 +52,12 @@ fn sizes_bind_to_symbols_and_literals_alike() {
     ]);
     let out = run(g, impls(&["flat@1"]), json!({"patterns": [flatten_relu()]}));
     let ok = outlined(&out);
-    assert_eq!(ok.iter().map(|r| r.nodes.clone()).collect::<Vec<_>>(), [vec!["va", "ra"], vec!["vb", "rb"]], "{}", report_text(&out));
+    assert_eq!(
+        ok.iter().map(|r| r.nodes.clone()).collect::<Vec<_>>(),
+        [vec!["va", "ra"], vec!["vb", "rb"]],
+        "{}",
+        report_text(&out)
+    );
     // The pattern's input first; the size the target computed outside follows it.
     assert_eq!(names(&ok[0].inputs), ["a", "m"]);
     assert_eq!(names(&ok[1].inputs), ["b"]);
@@ -77,7 +82,11 @@ fn a_pattern_that_occurs_nowhere_names_its_closest_match() {
     assert!(out.report_text().ends_with("pattern flat occurs nowhere; closest match: all 2 pattern ops line up from `rc` (aten.relu.default, model.py:12), but the pattern's `r` (aten.relu.default) against `rc` (aten.relu.default, model.py:12): the pattern's size `p0*p1` is `6` here, but the graph has `5`\n"));
 
     // No node has the output's target at all.
-    let g = graph(vec![input("b", json!([2, 3, 8])), node("e", "aten.exp.default", json!(["@b"]), t(json!([2, 3, 8]))), output(&["e"])]);
+    let g = graph(vec![
+        input("b", json!([2, 3, 8])),
+        node("e", "aten.exp.default", json!(["@b"]), t(json!([2, 3, 8]))),
+        output(&["e"]),
+    ]);
     let out = run(g, impls(&["flat@1"]), json!({"patterns": [flatten_relu()]}));
     assert_eq!(out.unmatched[0].closest, "no node in the graph is `aten.relu.default` (the pattern's output `r`)");
 }
@@ -103,11 +112,20 @@ fn any_form_of_a_pattern_matches_and_forms_must_agree() {
     let p = json!({"name": "exp", "impl": "exp@1", "graph": form0.clone(), "forms": [form1]});
     let out = run(g.clone(), impls(&["exp@1"]), json!({"patterns": [p]}));
     let ok = outlined(&out);
-    assert_eq!(ok.iter().map(|r| r.nodes.clone()).collect::<Vec<_>>(), [vec!["k", "e1"], vec!["e2"]], "{}", report_text(&out));
+    assert_eq!(
+        ok.iter().map(|r| r.nodes.clone()).collect::<Vec<_>>(),
+        [vec!["k", "e1"], vec!["e2"]],
+        "{}",
+        report_text(&out)
+    );
     assert_eq!(ok.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["pattern:exp:0", "pattern:exp:1"]);
 
     let two_inputs = doc(vec![ph("x"), ph("y"), call("e", "aten.add.Tensor", json!(["@x", "@y"])), output(&["e"])]);
     let p = json!({"name": "exp", "impl": "exp@1", "graph": form0, "forms": [two_inputs]});
-    let err = tta::pass::analyze(g, impls(&["exp@1"]), &selectors(json!({"patterns": [p]}))).err().expect("forms disagree");
-    assert_eq!(err.message, "pattern `exp`: its forms disagree: one takes 1 input(s) and returns 1, another takes 2 and returns 1");
+    let err =
+        tta::pass::analyze(g, impls(&["exp@1"]), &selectors(json!({"patterns": [p]}))).err().expect("forms disagree");
+    assert_eq!(
+        err.message,
+        "pattern `exp`: its forms disagree: one takes 1 input(s) and returns 1, another takes 2 and returns 1"
+    );
 }

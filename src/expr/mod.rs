@@ -105,7 +105,12 @@ mod tests {
         let e = parse("(s0+s1+s2+s3+s4+s5)**12").unwrap_err();
         assert!(e.0.contains("terms"), "{e}");
         assert!(t.elapsed().as_secs_f64() < 1.0);
-        assert!(parse("s0**64").is_ok() && parse("s0**65").is_err() && parse("(s0**16)**4").is_ok() && parse("((s0**16)**4)*s0").is_err());
+        assert!(
+            parse("s0**64").is_ok()
+                && parse("s0**65").is_err()
+                && parse("(s0**16)**4").is_ok()
+                && parse("((s0**16)**4)*s0").is_err()
+        );
         let deep = |n: usize| format!("{}s0{}", "(".repeat(n), ")".repeat(n));
         assert!(parse(&deep(MAX_NESTING - 1)).is_ok());
         assert!(parse(&deep(100_000)).unwrap_err().0.contains("nests deeper"));

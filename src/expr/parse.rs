@@ -5,8 +5,8 @@
 //! small stacks). Every other recursion over an expression (comparison, display, evaluation,
 //! drop) follows the parsed structure, so it is bounded by the same limit.
 
-use super::poly::{Atom, Poly};
 use super::error::ExprError;
+use super::poly::{Atom, Poly};
 
 /// Deepest nesting the parser accepts (sympy prints sizes a few levels deep).
 pub const MAX_NESTING: usize = 64;
@@ -180,9 +180,11 @@ impl Parser {
         if self.peek_op() == Some("**") {
             self.pos += 1;
             let exp = self.nested(|p| p.unary())?;
-            let n = exp.as_constant().and_then(|n| u32::try_from(n).ok()).filter(|n| *n <= MAX_EXPONENT).ok_or_else(|| {
-                ExprError(format!("only integer powers from 0 to {MAX_EXPONENT} are supported"))
-            })?;
+            let n = exp
+                .as_constant()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n <= MAX_EXPONENT)
+                .ok_or_else(|| ExprError(format!("only integer powers from 0 to {MAX_EXPONENT} are supported")))?;
             return base.pow(n);
         }
         Ok(base)
@@ -247,4 +249,3 @@ fn call(name: &str, mut args: Vec<Poly>) -> Result<Poly, ExprError> {
         _ => Ok(Poly::atom(Atom::Call(name.to_owned(), args))),
     }
 }
-

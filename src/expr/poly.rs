@@ -107,7 +107,7 @@ impl Poly {
         Ok(())
     }
 
-    pub fn add(mut self, other: &Poly) -> Result<Poly, ExprError> {
+    pub fn plus(mut self, other: &Poly) -> Result<Poly, ExprError> {
         self.add_assign(other)?;
         Ok(self)
     }

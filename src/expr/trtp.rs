@@ -1,7 +1,7 @@
 //! Rendering in the restricted arithmetic of TensorRT's `trtp` shape expressions.
 
-use super::poly::{Atom, Poly};
 use super::error::ExprError;
+use super::poly::{Atom, Poly};
 
 impl Poly {
     /// Render in the arithmetic TensorRT's `trtp.ShapeExpr` supports: `+ - * //`, `trtp.cdiv`,
@@ -27,7 +27,11 @@ impl Poly {
             if c.unsigned_abs() != 1 {
                 s = format!("{s} * {}", c.unsigned_abs());
             }
-            if *c > 0 { positive.push(s) } else { negative.push(s) }
+            if *c > 0 {
+                positive.push(s)
+            } else {
+                negative.push(s)
+            }
         }
         if positive.is_empty() {
             if negative.is_empty() {

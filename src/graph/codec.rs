@@ -336,7 +336,9 @@ mod tests {
 
     #[test]
     fn args_round_trip() {
-        let a: Arg = round_trip(r#"[{"ref":"x"},null,true,3,2.5,"floor",{"dtype":"float16"},{"slice":[null,4,1]},{"float":"-inf"}]"#);
+        let a: Arg = round_trip(
+            r#"[{"ref":"x"},null,true,3,2.5,"floor",{"dtype":"float16"},{"slice":[null,4,1]},{"float":"-inf"}]"#,
+        );
         match a {
             Arg::List(items) => {
                 assert_eq!(items[0], Arg::Ref("x".into()));

@@ -308,6 +308,11 @@ impl Node {
 
 impl Graph {
     pub fn new(nodes: Vec<Node>) -> Self {
-        Graph { format: FORMAT.into(), version: VERSION, nodes: nodes.into_iter().map(Box::new).collect(), regions: IndexMap::new() }
+        Graph {
+            format: FORMAT.into(),
+            version: VERSION,
+            nodes: nodes.into_iter().map(Box::new).collect(),
+            regions: IndexMap::new(),
+        }
     }
 }

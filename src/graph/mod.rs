@@ -24,7 +24,10 @@ pub fn from_json(text: &str) -> Result<Graph> {
 pub fn from_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S]) -> Result<Graph> {
     let mut g = from_json(header)?;
     if !g.nodes.is_empty() {
-        return Err(Error::new(ErrorKind::Parse, "graph JSON: a header given with separate nodes must have `\"nodes\": []`"));
+        return Err(Error::new(
+            ErrorKind::Parse,
+            "graph JSON: a header given with separate nodes must have `\"nodes\": []`",
+        ));
     }
     g.nodes = crate::par::try_map(nodes, |i, text| {
         let mut node = serde_json::from_str::<Box<Node>>(text.as_ref())
@@ -72,7 +75,9 @@ pub fn to_json_reusing<'t>(g: &Graph, reuse: impl Fn(usize, &Node) -> Option<&'t
     // Each node after the first is preceded by its comma.
     let starts: Vec<usize> = (0..g.nodes.len()).step_by(NODES_PER_PIECE).collect();
     let ends = |start: usize| (start + NODES_PER_PIECE).min(g.nodes.len());
-    let sizes = crate::par::map(&starts, |_, &start| (start..ends(start)).map(|i| text(i).len() + usize::from(i > 0)).sum::<usize>());
+    let sizes = crate::par::map(&starts, |_, &start| {
+        (start..ends(start)).map(|i| text(i).len() + usize::from(i > 0)).sum::<usize>()
+    });
     let mut buf = vec![0u8; head.len() + sizes.iter().sum::<usize>() + tail.len()];
     let (first, mut rest) = buf.split_at_mut(head.len());
     first.copy_from_slice(head.as_bytes());
@@ -103,13 +108,18 @@ mod tests {
     use super::*;
 
     fn chain(n: usize, regions: bool) -> Graph {
-        let mut text = String::from(r#"{"format":"tta-graph","version":1,"nodes":[{"name":"x","op":"placeholder","target":"x","val":{"dtype":"float32","shape":["s0",4],"stride":[4,1]}}"#);
+        let mut text = String::from(
+            r#"{"format":"tta-graph","version":1,"nodes":[{"name":"x","op":"placeholder","target":"x","val":{"dtype":"float32","shape":["s0",4],"stride":[4,1]}}"#,
+        );
         for i in 0..n {
             let prev = if i == 0 { "x".to_owned() } else { format!("n{}", i - 1) };
             let tag = if regions && i % 7 == 0 { r#","regions":["r:0"]"# } else { "" };
             text.push_str(&format!(r#",{{"name":"n{i}","op":"call_function","target":"aten.relu.default","args":[{{"ref":"{prev}"}},1.5,{{"float":"nan"}}]{tag}}}"#));
         }
-        text.push_str(&format!(r#",{{"name":"output","op":"output","target":"output","args":[[{{"ref":"n{}"}}]]}}]"#, n - 1));
+        text.push_str(&format!(
+            r#",{{"name":"output","op":"output","target":"output","args":[[{{"ref":"n{}"}}]]}}]"#,
+            n - 1
+        ));
         if regions {
             text.push_str(r#","regions":{"r:0":{"impl":"k","source":"m.py:3"}}"#);
         }

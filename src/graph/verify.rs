@@ -18,9 +18,31 @@ pub type NameIndex<'a> = HashMap<&'a str, usize, foldhash::fast::RandomState>;
 
 /// torch dtypes by the name `str(dtype)` gives without the `torch.` prefix.
 pub const KNOWN_DTYPES: &[&str] = &[
-    "float32", "float64", "float16", "bfloat16", "complex32", "complex64", "complex128", "uint8", "uint16",
-    "uint32", "uint64", "int8", "int16", "int32", "int64", "bool", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32",
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "complex32",
+    "complex64",
+    "complex128",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "qint8",
+    "quint8",
+    "qint32",
 ];
 
 fn err(node: &Node, message: impl Into<String>) -> Error {
@@ -79,7 +101,8 @@ fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex
     let inputs = match changed {
         None => {
             // In runs of nodes, each run's producer lists in one buffer (`Adjacency`).
-            let runs: Vec<std::ops::Range<usize>> = (0..named).step_by(NODES_PER_RUN).map(|s| s..(s + NODES_PER_RUN).min(named)).collect();
+            let runs: Vec<std::ops::Range<usize>> =
+                (0..named).step_by(NODES_PER_RUN).map(|s| s..(s + NODES_PER_RUN).min(named)).collect();
             let pieces = crate::par::try_map(&runs, |_, run| {
                 let mut lens = Vec::with_capacity(run.len());
                 let mut items = Vec::with_capacity(run.len() * 2);
@@ -93,7 +116,9 @@ fn verify_nodes<'g>(g: &'g Graph, changed: Option<&[bool]>) -> Result<(NameIndex
             Adjacency::from_pieces(pieces)
         }
         Some(changed) => {
-            crate::par::first_err(&g.nodes[..named], |i, node| check_node(g, &index, i, node, changed.get(i).copied().unwrap_or(true), None))?;
+            crate::par::first_err(&g.nodes[..named], |i, node| {
+                check_node(g, &index, i, node, changed.get(i).copied().unwrap_or(true), None)
+            })?;
             Adjacency::from_pieces(Vec::new())
         }
     };
@@ -113,7 +138,14 @@ const NODES_PER_RUN: usize = 2048;
 /// One node's checks given every name before it: its references and region tags, and with
 /// `contents` its value. With `producers`, its distinct producers in first-use order are
 /// appended there.
-fn check_node(g: &Graph, index: &NameIndex<'_>, i: usize, node: &Node, contents: bool, mut producers: Option<&mut Vec<usize>>) -> Result<()> {
+fn check_node(
+    g: &Graph,
+    index: &NameIndex<'_>,
+    i: usize,
+    node: &Node,
+    contents: bool,
+    mut producers: Option<&mut Vec<usize>>,
+) -> Result<()> {
     let mut bad_ref = None;
     let start = producers.as_ref().map_or(0, |p| p.len());
     node.args.iter().chain(node.kwargs.values()).for_each(|a| {

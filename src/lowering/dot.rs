@@ -85,7 +85,10 @@ pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<S
 
     let mut out = String::new();
     out.push_str("digraph tta {\n");
-    let _ = writeln!(out, "  graph [compound=true, rankdir=TB, fontname=\"Helvetica\", fontsize=11, labelloc=t, label=\"{title}\"];");
+    let _ = writeln!(
+        out,
+        "  graph [compound=true, rankdir=TB, fontname=\"Helvetica\", fontsize=11, labelloc=t, label=\"{title}\"];"
+    );
     out.push_str("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", color=\"#9e9e9e\", fontname=\"Helvetica\", fontsize=9];\n");
     out.push_str("  edge [color=\"#757575\", arrowsize=0.6, fontname=\"Helvetica\"];\n");
 
@@ -103,7 +106,8 @@ pub fn to_dot(g: &Graph, report: &[RegionReport], opts: &DotOptions) -> Result<S
     }
     // One cluster per region, and the plugin node beside each outlined one.
     for (r, rep) in report.iter().enumerate() {
-        let members: Vec<usize> = (0..g.nodes.len()).filter(|&i| region_of[i] == Some(r) && shown[unit_of[i]]).collect();
+        let members: Vec<usize> =
+            (0..g.nodes.len()).filter(|&i| region_of[i] == Some(r) && shown[unit_of[i]]).collect();
         let _ = writeln!(out, "  subgraph cluster_r{r} {{");
         let (fill, border) = match rep.status {
             Status::Outlined => ("#e8f5e9", "#2e7d32"),
@@ -184,7 +188,7 @@ fn collapse_chains(g: &Graph, dag: &Dag, region_of: &[Option<usize>], min_chain:
     let n = g.nodes.len();
     let mut chain_of: Vec<Option<Vec<usize>>> = vec![None; n];
     let mut in_chain = vec![false; n];
-    for i in 0..n {
+    for (i, slot) in chain_of.iter_mut().enumerate() {
         // A run starts at a plain op whose producer does not continue into it.
         if !plain(i) || plain(dag.inputs[i][0]) {
             continue;
@@ -199,13 +203,13 @@ fn collapse_chains(g: &Graph, dag: &Dag, region_of: &[Option<usize>], min_chain:
             for &j in &run {
                 in_chain[j] = true;
             }
-            chain_of[i] = Some(run);
+            *slot = Some(run);
         }
     }
     let mut units = Vec::new();
     let mut unit_of = vec![usize::MAX; n];
-    for i in 0..n {
-        if let Some(run) = chain_of[i].take() {
+    for (i, chain) in chain_of.iter_mut().enumerate() {
+        if let Some(run) = chain.take() {
             for &j in &run {
                 unit_of[j] = units.len();
             }

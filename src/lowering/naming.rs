@@ -41,7 +41,13 @@ fn body_text(g: &Graph, region: &Region, b: &Boundary) -> String {
         args.iter_mut().for_each(|a| a.map_refs(rename));
         let mut kwargs = node.kwargs.clone();
         kwargs.values_mut().for_each(|a| a.map_refs(rename));
-        text.push_str(&format!("{}:{}:{}:{}\n", node.op.as_str(), node.target, serde_json::to_string(&args).unwrap(), serde_json::to_string(&kwargs).unwrap()));
+        text.push_str(&format!(
+            "{}:{}:{}:{}\n",
+            node.op.as_str(),
+            node.target,
+            serde_json::to_string(&args).unwrap(),
+            serde_json::to_string(&kwargs).unwrap()
+        ));
     }
     text
 }

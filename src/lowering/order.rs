@@ -2,8 +2,8 @@
 
 use crate::graph::verify::NameIndex;
 use crate::graph::Graph;
-use std::cmp::Reverse;
 use serde::Serialize;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// One step Python replays after the edits: put `node` right after `after`.
@@ -22,7 +22,10 @@ pub fn legalize(g: &mut Graph) -> (Vec<Move>, Option<Vec<usize>>) {
     let mut index = NameIndex::with_capacity_and_hasher(n, Default::default());
     let mut valid = true;
     for (i, node) in g.nodes.iter().enumerate() {
-        node.args.iter().chain(node.kwargs.values()).for_each(|a| a.for_each_ref(&mut |r| valid &= index.contains_key(r)));
+        node.args
+            .iter()
+            .chain(node.kwargs.values())
+            .for_each(|a| a.for_each_ref(&mut |r| valid &= index.contains_key(r)));
         index.insert(node.name.as_str(), i);
     }
     if valid {

@@ -156,12 +156,23 @@ fn replace(g: &Graph, a: &Accepted, namer: &mut Namer, plan: &mut Plan) -> Edit 
         .boundary
         .outputs
         .iter()
-        .map(|p| g.nodes[members.iter().copied().find(|&m| g.nodes[m].name == p.name).expect("an output is a member")].val.clone())
+        .map(|p| {
+            g.nodes[members.iter().copied().find(|&m| g.nodes[m].name == p.name).expect("an output is a member")]
+                .val
+                .clone()
+        })
         .collect();
     let mutated: Vec<usize> = a.boundary.inputs.iter().enumerate().filter(|(_, p)| p.mutated).map(|(i, _)| i).collect();
     let val = if out_vals.len() == 1 { out_vals[0].clone() } else { Value::Tuple(out_vals.clone()) };
     let args = a.boundary.inputs.iter().map(|p| Arg::Ref(p.name.clone())).collect();
-    let call = derived(call_name.clone(), format!("tta.{}.default", a.op), args, val, first, mutated.iter().map(|i| i.to_string()).collect());
+    let call = derived(
+        call_name.clone(),
+        format!("tta.{}.default", a.op),
+        args,
+        val,
+        first,
+        mutated.iter().map(|i| i.to_string()).collect(),
+    );
     let mut replacement = vec![call];
     let mut getitems = Vec::new();
     if out_vals.len() > 1 {
@@ -253,7 +264,13 @@ impl Spliced<'_> {
         touched
     }
 
-    fn in_place(&mut self, mut nodes: Nodes, removed: &[bool], rewire: &[bool], inserts: Vec<(usize, Vec<Node>)>) -> Nodes {
+    fn in_place(
+        &mut self,
+        mut nodes: Nodes,
+        removed: &[bool],
+        rewire: &[bool],
+        inserts: Vec<(usize, Vec<Node>)>,
+    ) -> Nodes {
         // Slots [0, w) hold the result so far, [w, i) removed members, [i, ..) what is left.
         let mut w = 0;
         let mut inserts = inserts.into_iter().peekable();
@@ -350,11 +367,21 @@ mod tests {
             weight: false,
             parsed_from: Default::default(),
         };
-        derived(name.into(), "aten.relu.default".into(), args.iter().map(|a| Arg::Ref(a.to_string())).collect(), Value::None, &like, Vec::new())
+        derived(
+            name.into(),
+            "aten.relu.default".into(),
+            args.iter().map(|a| Arg::Ref(a.to_string())).collect(),
+            Value::None,
+            &like,
+            Vec::new(),
+        )
     }
 
+    /// Nodes, region members, kept outputs, insertions and renames of one outline case.
+    type Case = (Vec<Node>, Vec<bool>, Vec<bool>, Vec<(usize, Vec<Node>)>, HashMap<String, (String, usize)>);
+
     /// a -> [b, c] -> d: the region {b, c} becomes `k` new nodes at c's position.
-    fn case(k: usize) -> (Vec<Node>, Vec<bool>, Vec<bool>, Vec<(usize, Vec<Node>)>, HashMap<String, (String, usize)>) {
+    fn case(k: usize) -> Case {
         let nodes = vec![node("a", &[]), node("b", &["a"]), node("c", &["b"]), node("d", &["c", "a"])];
         let new: Vec<Node> = (0..k).map(|i| node(&format!("t{i}"), &["a"])).collect();
         let rename = HashMap::from([("c".to_string(), (format!("t{}", k - 1), 2))]);
@@ -371,7 +398,12 @@ mod tests {
             let mut b = Spliced { changed: Vec::new(), in_order: true, rename: &rename };
             let copied = a.copying(nodes.clone(), &removed, &rewire, inserts.clone());
             let names: Vec<&str> = copied.iter().map(|n| n.name.as_str()).collect();
-            let want: Vec<String> = ["a"].into_iter().map(String::from).chain((0..k).map(|i| format!("t{i}"))).chain(["d".into()]).collect();
+            let want: Vec<String> = ["a"]
+                .into_iter()
+                .map(String::from)
+                .chain((0..k).map(|i| format!("t{i}")))
+                .chain(["d".into()])
+                .collect();
             assert_eq!(names, want);
             assert_eq!(copied.last().unwrap().args[0], Arg::Ref(format!("t{}", k - 1)));
             assert!(a.in_order && a.changed == [vec![false], vec![true; k], vec![true]].concat());

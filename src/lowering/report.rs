@@ -38,7 +38,9 @@ pub struct RegionReport {
 fn ports(f: &mut fmt::Formatter<'_>, label: &str, ports: &[Port]) -> fmt::Result {
     for p in ports {
         let kind = match &p.kind {
-            crate::regions::PortKind::Tensor { dtype, shape } => format!("{dtype}[{}]", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+            crate::regions::PortKind::Tensor { dtype, shape } => {
+                format!("{dtype}[{}]", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "))
+            }
             crate::regions::PortKind::SymInt { expr } => format!("SymInt {expr}"),
         };
         writeln!(f, "    {label} {}: {kind}{}", p.name, if p.mutated { " (written in place)" } else { "" })?;
@@ -75,7 +77,11 @@ impl fmt::Display for RegionReport {
         }
         if !self.absorbed.is_empty() {
             let names: Vec<String> = self.absorbed.iter().map(|n| format!("`{n}`")).collect();
-            writeln!(f, "  absorbed {} (export's checks of values inside the region; the plugin replaces them)", names.join(", "))?;
+            writeln!(
+                f,
+                "  absorbed {} (export's checks of values inside the region; the plugin replaces them)",
+                names.join(", ")
+            )?;
         }
         ports(f, "in ", &self.inputs)?;
         ports(f, "out", &self.outputs)

@@ -72,13 +72,24 @@ pub fn analyze_json(graph_json: &str, impls: Impls, sel: &Selectors) -> Result<A
 }
 
 /// `analyze_json` on a graph given as a header and one JSON text per node (`graph::from_parts`).
-pub fn analyze_parts<S: AsRef<str> + Sync>(header: &str, nodes: &[S], impls: Impls, sel: &Selectors) -> Result<Analysis> {
+pub fn analyze_parts<S: AsRef<str> + Sync>(
+    header: &str,
+    nodes: &[S],
+    impls: Impls,
+    sel: &Selectors,
+) -> Result<Analysis> {
     analyze_parsed(|| graph::from_parts(header, nodes), impls, sel)
 }
 
 /// `analyze_json` on nodes read already (from the fx graph itself, `src/python/fx.rs`) and a
 /// header as in `analyze_parts`; reading them took `read_ms`, counted as the parse.
-pub fn analyze_nodes(header: &str, nodes: graph::Nodes, read_ms: f64, impls: Impls, sel: &Selectors) -> Result<Analysis> {
+pub fn analyze_nodes(
+    header: &str,
+    nodes: graph::Nodes,
+    read_ms: f64,
+    impls: Impls,
+    sel: &Selectors,
+) -> Result<Analysis> {
     let mut a = analyze_parsed(
         || {
             let mut g = graph::from_parts::<&str>(header, &[])?;
@@ -124,7 +135,10 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
 
     let mut ids = HashSet::new();
     if let Some(c) = candidates.iter().find(|c| !ids.insert(c.region.id.as_str())) {
-        return Err(Error::new(ErrorKind::Input, format!("two regions have the id `{}`; region ids must be unique", c.region.id)));
+        return Err(Error::new(
+            ErrorKind::Input,
+            format!("two regions have the id `{}`; region ids must be unique", c.region.id),
+        ));
     }
     validate::validate_all(&g, &dag, &mut candidates, &|r| impls.get(&r.impl_key).is_some_and(|d| d.mutates));
     pin_annotated_inputs(&g, &mut candidates);
@@ -134,7 +148,13 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
         }
     }
     let analyze_ms = ms(t);
-    Ok(Analysis { graph: g, impls, candidates, unmatched, timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() } })
+    Ok(Analysis {
+        graph: g,
+        impls,
+        candidates,
+        unmatched,
+        timings: Timings { verify_ms, select_ms, analyze_ms, ..Default::default() },
+    })
 }
 
 /// `lower_as(..., inputs=...)` fixes the order of an annotated region's inputs.
@@ -158,7 +178,13 @@ impl Analysis {
                     Some(b) => (&b.inputs, &b.outputs),
                     None => (&[], &[]),
                 };
-                RegionSummary { id: &c.region.id, impl_key: &c.region.impl_key, valid: c.boundary().is_some(), inputs, outputs }
+                RegionSummary {
+                    id: &c.region.id,
+                    impl_key: &c.region.impl_key,
+                    valid: c.boundary().is_some(),
+                    inputs,
+                    outputs,
+                }
             })
             .collect()
     }

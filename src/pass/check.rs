@@ -42,13 +42,24 @@ impl Outcome {
         same_length(delta.order.len(), self.graph.nodes.len())?;
         for (i, (name, node)) in delta.order.iter().zip(&self.graph.nodes).enumerate() {
             if name != &node.name {
-                return Err(mismatch(format!("node #{i} is `{name}` in the fx graph but `{}` in the pass's graph", node.name)));
+                return Err(mismatch(format!(
+                    "node #{i} is `{name}` in the fx graph but `{}` in the pass's graph",
+                    node.name
+                )));
             }
             match (self.changed[i], delta.nodes.get(name)) {
                 (true, Some(theirs)) if theirs == &**node => {}
                 (true, Some(theirs)) => return Err(node_differs(i, theirs, node)),
-                (true, None) => return Err(mismatch(format!("node `{name}` should have changed but the fx graph did not change it"))),
-                (false, Some(_)) => return Err(mismatch(format!("node `{name}` changed in the fx graph but the pass did not change it"))),
+                (true, None) => {
+                    return Err(mismatch(format!(
+                        "node `{name}` should have changed but the fx graph did not change it"
+                    )))
+                }
+                (false, Some(_)) => {
+                    return Err(mismatch(format!(
+                        "node `{name}` changed in the fx graph but the pass did not change it"
+                    )))
+                }
                 (false, None) => {}
             }
         }

@@ -12,6 +12,9 @@ mod analyze;
 mod check;
 mod outline;
 
-pub use analyze::{analyze, analyze_json, analyze_nodes, analyze_parts, Analysis, Impls, MetaResult, RegionMembers, RegionSummary, Timings};
+pub use analyze::{
+    analyze, analyze_json, analyze_nodes, analyze_parts, Analysis, Impls, MetaResult, RegionMembers, RegionSummary,
+    Timings,
+};
 pub use check::Delta;
 pub use outline::{EditsOut, Outcome};

@@ -77,14 +77,23 @@ impl Analysis {
         let out = outline::outline(graph, &accepted);
         // The verifier runs after the pass as before it: a rewritten graph that breaks an
         // invariant is a bug here, never something to hand back.
-        graph::verify::verify_rewritten(&out.graph, &out.changed)
-            .map_err(|e| Error::new(ErrorKind::Verify, format!("internal error: the rewritten graph is invalid: {e}")))?;
+        graph::verify::verify_rewritten(&out.graph, &out.changed).map_err(|e| {
+            Error::new(ErrorKind::Verify, format!("internal error: the rewritten graph is invalid: {e}"))
+        })?;
         let node_of: HashMap<&str, &str> = out.edits.iter().map(|e| (e.region.as_str(), e.node.as_str())).collect();
         for r in &mut report {
             r.node = node_of.get(r.id.as_str()).map(|s| s.to_string());
         }
         let timings = Timings { outline_ms: ms(t), ..timings };
-        Ok(Outcome { graph: out.graph, edits: out.edits, moves: out.moves, changed: out.changed, report, unmatched, timings })
+        Ok(Outcome {
+            graph: out.graph,
+            edits: out.edits,
+            moves: out.moves,
+            changed: out.changed,
+            report,
+            unmatched,
+            timings,
+        })
     }
 }
 
@@ -129,4 +138,3 @@ fn report_of(g: &Graph, c: &Candidate) -> RegionReport {
         outputs,
     }
 }
-

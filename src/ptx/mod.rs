@@ -25,7 +25,9 @@ mod stores;
 pub use elf::{cubin_params, debug_ptx_from_cubin, KernelParam};
 pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
+pub use qdp::{
+    check_cubin_slots, check_roles, check_slots, qdp_order, to_qdp_abi, ParamRole, QdpPtx, QdpSlots, QdpSpec, Role,
+};
+pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};
 pub use span::Span;
 pub use stores::stored_params;
-pub use qdp::{check_cubin_slots, check_roles, check_slots, qdp_order, to_qdp_abi, ParamRole, QdpPtx, QdpSlots, QdpSpec, Role};
-pub use rewrite::{check_version, drop_arch_suffix, drop_trailing_scratch, permute_params, relabel_version};

@@ -9,8 +9,8 @@
 use super::elf::cubin_params;
 use super::isa::{self, IsaVersion};
 use super::parse::Entry;
-use super::span::ptx_err;
 use super::rewrite::{drop_trailing_scratch, permute_params, reparse};
+use super::span::ptx_err;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 
@@ -83,14 +83,18 @@ impl QdpSlots {
 
     /// Byte sizes TensorRT's arguments take: 8-byte pointers around 4-byte int32 extras.
     pub fn byte_sizes(self) -> Vec<usize> {
-        [(self.inputs, 8), (self.extras, 4), (self.outputs, 8)].into_iter().flat_map(|(n, size)| vec![size; n]).collect()
+        [(self.inputs, 8), (self.extras, 4), (self.outputs, 8)]
+            .into_iter()
+            .flat_map(|(n, size)| vec![size; n])
+            .collect()
     }
 }
 
 /// TensorRT passes one pointer for every input and output: a kernel whose parameters have these
 /// roles must take each of the `inputs` inputs and `outputs` outputs exactly once.
 pub fn check_roles(roles: &[ParamRole], inputs: usize, outputs: usize) -> Result<()> {
-    let ports = || [(Role::Input, inputs), (Role::Output, outputs)].into_iter().flat_map(|(r, n)| (0..n).map(move |k| (r, k)));
+    let ports =
+        || [(Role::Input, inputs), (Role::Output, outputs)].into_iter().flat_map(|(r, n)| (0..n).map(move |k| (r, k)));
     let times = |port: ParamRole| roles.iter().filter(|&&r| r == port).count();
     let name = |(role, k): ParamRole| format!("{} {k}", if role == Role::Input { "input" } else { "output" });
     if let Some((port, n)) = ports().map(|p| (p, times(p))).find(|&(_, n)| n > 1) {
@@ -228,7 +232,12 @@ mod tests {
         assert_eq!(qdp_order(&roles), [3, 1, 2, 0]);
         assert_eq!(QdpSlots::of(&roles), QdpSlots { inputs: 2, extras: 1, outputs: 1 });
         assert_eq!(QdpSlots::of(&roles).byte_sizes(), [8, 8, 4, 8]);
-        let by_roles = QdpSpec { roles: Some(vec![(Role::Output, 0), (Role::Input, 0), (Role::Extra, 0)]), order: None, slots: None, ..spec() };
+        let by_roles = QdpSpec {
+            roles: Some(vec![(Role::Output, 0), (Role::Input, 0), (Role::Extra, 0)]),
+            order: None,
+            slots: None,
+            ..spec()
+        };
         assert_eq!(to_qdp_abi(SRC, &by_roles).unwrap(), to_qdp_abi(SRC, &spec()).unwrap());
         let both = QdpSpec { roles: by_roles.roles.clone(), ..spec() };
         assert!(to_qdp_abi(SRC, &both).unwrap_err().message.contains("not both"));

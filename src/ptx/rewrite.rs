@@ -332,7 +332,8 @@ mod tests {
 
     #[test]
     fn drops_only_the_arch_suffix_of_the_target() {
-        let src = ".version 9.0\n.target sm_90a // arch\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\nret;\n}\n";
+        let src =
+            ".version 9.0\n.target sm_90a // arch\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\nret;\n}\n";
         let out = drop_arch_suffix(src).unwrap();
         assert_eq!(out, src.replacen("sm_90a", "sm_90", 1));
         assert_eq!(drop_arch_suffix(&out).unwrap(), out);

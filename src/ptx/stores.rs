@@ -62,7 +62,8 @@ pub fn stored_params(src: &str, entry: &str) -> Result<Vec<usize>> {
             } else {
                 sources
             };
-            let flow: BTreeSet<usize> = from.iter().flat_map(|o| &o.words).flat_map(|w| carried_by(w, &carried, &index)).collect();
+            let flow: BTreeSet<usize> =
+                from.iter().flat_map(|o| &o.words).flat_map(|w| carried_by(w, &carried, &index)).collect();
             if flow.is_empty() {
                 continue;
             }
@@ -82,7 +83,11 @@ pub fn stored_params(src: &str, entry: &str) -> Result<Vec<usize>> {
     }
 }
 
-fn carried_by(word: &str, carried: &HashMap<String, BTreeSet<usize>>, params: &HashMap<&str, usize>) -> BTreeSet<usize> {
+fn carried_by(
+    word: &str,
+    carried: &HashMap<String, BTreeSet<usize>>,
+    params: &HashMap<&str, usize>,
+) -> BTreeSet<usize> {
     if let Some(&k) = params.get(word) {
         return BTreeSet::from([k]);
     }
@@ -101,7 +106,8 @@ fn is_load(op: &str) -> bool {
 fn may_yield_pointer(inst: &Inst, sources: &[Operand]) -> bool {
     let parts: Vec<&str> = inst.opcode.split('.').collect();
     match parts[0] {
-        "setp" | "set" | "shr" | "shl" | "mul" | "mul24" | "div" | "rem" | "popc" | "clz" | "bfe" | "bfind" | "brev" | "testp" => false,
+        "setp" | "set" | "shr" | "shl" | "mul" | "mul24" | "div" | "rem" | "popc" | "clz" | "bfe" | "bfind"
+        | "brev" | "testp" => false,
         // `cvt.u32.u64`: the destination type comes first.
         "cvt" => parts.iter().skip(1).find_map(|p| type_bits(p)).is_none_or(|bits| bits >= 64),
         "and" => !sources.iter().any(|o| o.literal.is_some_and(|v| (0..1 << 32).contains(&v))),
@@ -142,7 +148,8 @@ fn write_address(inst: &Inst) -> Option<&Operand> {
         "cp" => {
             // Bulk copies name the destination space first: `cp.async.bulk.global.shared::cta`.
             let bulk = op.starts_with("cp.async.bulk") || op.starts_with("cp.reduce.async.bulk");
-            bulk && parts.iter().find(|p| matches!(**p, "global" | "shared" | "shared::cta" | "shared::cluster")) == Some(&"global")
+            bulk && parts.iter().find(|p| matches!(**p, "global" | "shared" | "shared::cta" | "shared::cluster"))
+                == Some(&"global")
         }
         _ => false,
     };
@@ -170,7 +177,9 @@ fn instructions(body: &str) -> Result<Vec<Inst>> {
             // Debug line directives end at the line's end, without `;`.
             None if stmt.is_empty() && matches!(p.text(t), ".loc" | ".file") => p.skip_line(),
             // A label `name:` ends without `;` (`shared::cta` in an opcode is no label).
-            Some(b':') if stmt.len() == 1 && stmt[0].punct.is_none() && p.peek().is_none_or(|n| n.punct != Some(b':')) => {
+            Some(b':')
+                if stmt.len() == 1 && stmt[0].punct.is_none() && p.peek().is_none_or(|n| n.punct != Some(b':')) =>
+            {
                 stmt.clear()
             }
             _ => stmt.push(t),
@@ -229,7 +238,10 @@ fn instruction(p: &Parser, toks: &[Tok]) -> Option<Inst> {
                 if cur.words.is_empty() && cur.literal.is_none() && !cur.address {
                     cur.literal = integer(w).map(|v| if negative { -v } else { v });
                 }
-                if w.starts_with('%') || w.starts_with('_') || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '$') {
+                if w.starts_with('%')
+                    || w.starts_with('_')
+                    || w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '$')
+                {
                     cur.words.push(w.to_owned());
                 }
             }

@@ -62,7 +62,8 @@ fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> bool {
     let (Ok(a), Ok(b)) = (a.cast::<PyDict>(), b.cast::<PyDict>()) else {
         return a.eq(b).unwrap_or(false);
     };
-    a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka.eq(&kb).unwrap_or(false) && va.eq(&vb).unwrap_or(false))
+    a.len() == b.len()
+        && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka.eq(&kb).unwrap_or(false) && va.eq(&vb).unwrap_or(false))
 }
 
 impl<T: Clone> Recent<T> {
@@ -116,7 +117,11 @@ fn target_facts(facts: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>) -> PyResult
     let py = target.py();
     let (name, mutates, aliases) = facts.call_method1(intern!(py, "target_facts"), (target,))?.extract()?;
     let f = TargetFacts { name, mutates, aliases };
-    TARGETS.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert_with(|| (target.clone().unbind(), f.clone()));
+    TARGETS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(key)
+        .or_insert_with(|| (target.clone().unbind(), f.clone()));
     Ok(f)
 }
 
@@ -184,7 +189,11 @@ fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> PyResul
 }
 
 /// `text` (a JSON str from a helper) parsed, once per text object.
-fn parsed<T: Clone + serde::de::DeserializeOwned>(cache: &mut ByIdentity<T>, what: &str, text: &Bound<'_, PyAny>) -> PyResult<T> {
+fn parsed<T: Clone + serde::de::DeserializeOwned>(
+    cache: &mut ByIdentity<T>,
+    what: &str,
+    text: &Bound<'_, PyAny>,
+) -> PyResult<T> {
     cache.get_or(text, |t| parse_json(what, t.cast::<PyString>()?.to_str()?))
 }
 
@@ -246,13 +255,20 @@ impl Reader {
             _ => Stack { module: None, entries: Vec::new() },
         };
         let source = match meta.get_item(intern!(py, "stack_trace"))? {
-            Some(t) if t.is_truthy()? => self.sources.get_or(&t, |t| facts.call_method1(intern!(py, "source_of"), (t,))?.extract())?,
+            Some(t) if t.is_truthy()? => {
+                self.sources.get_or(&t, |t| facts.call_method1(intern!(py, "source_of"), (t,))?.extract())?
+            }
             _ => None,
         };
         let weight = op == OpKind::Placeholder && self.weights.contains(&name);
         self.seen.insert(
             n.as_ptr() as usize,
-            Seen { _node: n.clone().unbind(), args: args_obj.unbind(), kwargs: kwargs_obj.unbind(), val: val_obj.map(Bound::unbind) },
+            Seen {
+                _node: n.clone().unbind(),
+                args: args_obj.unbind(),
+                kwargs: kwargs_obj.unbind(),
+                val: val_obj.map(Bound::unbind),
+            },
         );
         Ok(Node {
             name,
@@ -415,7 +431,9 @@ impl Reader {
             return self.list(a).map(Arg::List);
         }
         let facts = self.facts.bind(py).clone();
-        self.literals.get_or(a, |a| parse_json("an fx node argument", facts.call_method1(intern!(py, "literal_json"), (a,))?.extract()?))
+        self.literals.get_or(a, |a| {
+            parse_json("an fx node argument", facts.call_method1(intern!(py, "literal_json"), (a,))?.extract()?)
+        })
     }
 
     /// Whether `n` is a node read before, with the same arguments and value.
@@ -424,7 +442,8 @@ impl Reader {
         let Some(s) = self.seen.get(&(n.as_ptr() as usize)) else {
             return Ok(false);
         };
-        let val = n.getattr(intern!(py, "meta"))?.cast::<PyDict>()?.get_item(intern!(py, "val"))?.filter(|v| !v.is_none());
+        let val =
+            n.getattr(intern!(py, "meta"))?.cast::<PyDict>()?.get_item(intern!(py, "val"))?.filter(|v| !v.is_none());
         Ok(s.args.bind(py).is(&n.getattr(intern!(py, "_args"))?)
             && s.kwargs.bind(py).is(&n.getattr(intern!(py, "_kwargs"))?)
             && match (&s.val, &val) {
@@ -451,13 +470,20 @@ impl PyFxReader {
     /// The nodes `read` produced, and how long reading them took; taken once.
     pub fn take_nodes(&self, py: Python<'_>) -> PyResult<(Nodes, f64)> {
         let mut r = self.lock(py);
-        let nodes = r.nodes.take().ok_or_else(|| bad_graph("this FxReader holds no nodes: call read(graph.nodes) first".into()))?;
+        let nodes = r
+            .nodes
+            .take()
+            .ok_or_else(|| bad_graph("this FxReader holds no nodes: call read(graph.nodes) first".into()))?;
         Ok((nodes, r.read_ms))
     }
 
     /// Each fx node's name, in order, and the nodes that are new or changed since `read`, read
     /// again; the nodes in `skip` (about to be erased) are left out.
-    pub fn delta(&self, nodes: &Bound<'_, PyAny>, skip: &[Bound<'_, PyAny>]) -> PyResult<(Vec<String>, HashMap<String, Node>)> {
+    pub fn delta(
+        &self,
+        nodes: &Bound<'_, PyAny>,
+        skip: &[Bound<'_, PyAny>],
+    ) -> PyResult<(Vec<String>, HashMap<String, Node>)> {
         let py = nodes.py();
         let skip: HashSet<usize, Fast> = skip.iter().map(|n| n.as_ptr() as usize).collect();
         let mut r = self.lock(py);

@@ -8,7 +8,12 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-create_exception!(_core, CoreError, PyException, "An error from tta's Rust core: args = (kind, message, node, source).");
+create_exception!(
+    _core,
+    CoreError,
+    PyException,
+    "An error from tta's Rust core: args = (kind, message, node, source)."
+);
 
 pub fn to_py(e: Error) -> PyErr {
     let kind = match e.kind {

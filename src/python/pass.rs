@@ -61,7 +61,8 @@ impl PyAnalysis {
     /// Step 2 of the pass; `meta_json` maps region ids to {"ok": [outputs]} or {"error": "..."}.
     fn outline(&self, py: Python<'_>, meta_json: &str) -> PyResult<PyOutcome> {
         guarded("Analysis.outline", meta_json, || {
-            let meta: HashMap<String, MetaResult> = serde_json::from_str(meta_json).map_err(|e| input_err("meta outputs", e))?;
+            let meta: HashMap<String, MetaResult> =
+                serde_json::from_str(meta_json).map_err(|e| input_err("meta outputs", e))?;
             let analysis = self.analysis.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or_else(consumed)?;
             let texts = self.texts.clone();
             py.detach(|| analysis.outline(&meta)).map(|outcome| PyOutcome { outcome, texts }).map_err(to_py)
@@ -122,7 +123,13 @@ impl PyOutcome {
     /// edits) gives the node order and re-reads the nodes that changed. The nodes in `skip`
     /// (region members still in a graph edited in place, erased once it checked) do not count.
     #[pyo3(signature = (reader, nodes, skip=Vec::new()))]
-    fn check_fx(&self, py: Python<'_>, reader: &Bound<'_, PyFxReader>, nodes: &Bound<'_, PyAny>, skip: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+    fn check_fx(
+        &self,
+        py: Python<'_>,
+        reader: &Bound<'_, PyFxReader>,
+        nodes: &Bound<'_, PyAny>,
+        skip: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         guarded("Outcome.check_fx", "", || {
             let (order, nodes) = reader.get().delta(nodes, &skip)?;
             py.detach(|| self.outcome.check_delta(&pass::Delta { order, nodes })).map_err(to_py)

@@ -97,7 +97,8 @@ fn ptx_to_qdp_abi(ptx_text: &str, spec_json: &str) -> PyResult<String> {
 #[pyfunction]
 fn ptx_qdp_layout(roles_json: &str) -> PyResult<String> {
     guarded("ptx_qdp_layout", roles_json, || {
-        let roles: Vec<ptx::ParamRole> = serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
+        let roles: Vec<ptx::ParamRole> =
+            serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
         Ok(json(&serde_json::json!({"order": ptx::qdp_order(&roles), "slots": ptx::QdpSlots::of(&roles)})))
     })
 }
@@ -107,7 +108,8 @@ fn ptx_qdp_layout(roles_json: &str) -> PyResult<String> {
 #[pyfunction]
 fn ptx_check_qdp_roles(roles_json: &str, inputs: usize, outputs: usize) -> PyResult<()> {
     guarded("ptx_check_qdp_roles", roles_json, || {
-        let roles: Vec<ptx::ParamRole> = serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
+        let roles: Vec<ptx::ParamRole> =
+            serde_json::from_str(roles_json).map_err(|e| input_err("parameter roles", e))?;
         ptx::check_roles(&roles, inputs, outputs).map_err(to_py)
     })
 }
@@ -131,7 +133,9 @@ fn ptx_from_cubin(cubin: &[u8]) -> PyResult<String> {
 /// Parameter layout of kernel `entry` in a CUBIN: JSON `[{"ordinal", "offset", "size"}]`.
 #[pyfunction]
 fn ptx_cubin_params(cubin: &[u8], entry: &str) -> PyResult<String> {
-    guarded("ptx_cubin_params", &cubin_label(cubin), || ptx::cubin_params(cubin, entry).map(|p| json(&p)).map_err(to_py))
+    guarded("ptx_cubin_params", &cubin_label(cubin), || {
+        ptx::cubin_params(cubin, entry).map(|p| json(&p)).map_err(to_py)
+    })
 }
 
 /// The newest PTX ISA a CUDA driver accepts ("13.0" -> "9.0"), or None outside the table.

@@ -33,7 +33,11 @@ pub fn compute(
                         "it reads `{}`, which is {} rather than a tensor or an integer{}",
                         producer.name,
                         describe(other),
-                        if matches!(other, Value::Tuple(_)) { "; put the tuple's getitem nodes in the region too" } else { "" }
+                        if matches!(other, Value::Tuple(_)) {
+                            "; put the tuple's getitem nodes in the region too"
+                        } else {
+                            ""
+                        }
                     ))
                 }
             };
@@ -52,9 +56,12 @@ pub fn compute(
         }
         let node = &g.nodes[m];
         match &node.val {
-            Value::Tensor(t) => outputs.push(Port { name: node.name.clone(), kind: PortKind::tensor(t), mutated: false }),
+            Value::Tensor(t) => {
+                outputs.push(Port { name: node.name.clone(), kind: PortKind::tensor(t), mutated: false })
+            }
             other => {
-                let reader = dag.users[m].iter().find(|&&u| !inside(u)).map(|&u| g.nodes[u].name.as_str()).unwrap_or("?");
+                let reader =
+                    dag.users[m].iter().find(|&&u| !inside(u)).map(|&u| g.nodes[u].name.as_str()).unwrap_or("?");
                 return Err(format!(
                     "`{}` is read outside the region (by `{reader}`) but is {}; a plugin can only return tensors",
                     node.name,
@@ -118,7 +125,9 @@ fn derive_sizes(inputs: &mut Vec<Port>) -> Vec<DerivedSize> {
     let mut derived = Vec::new();
     let dim_of = |e: &str, inputs: &[Port]| {
         inputs.iter().find_map(|p| match &p.kind {
-            PortKind::Tensor { shape, .. } => shape.iter().position(|d| d.to_string() == e).map(|dim| (p.name.clone(), dim)),
+            PortKind::Tensor { shape, .. } => {
+                shape.iter().position(|d| d.to_string() == e).map(|dim| (p.name.clone(), dim))
+            }
             PortKind::SymInt { .. } => None,
         })
     };

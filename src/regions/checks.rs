@@ -71,7 +71,8 @@ pub fn chains(
 ) -> Vec<Chain> {
     let joinable = |x: usize| only[x] && !inside(x) && free(x);
     let mut marked: BTreeSet<usize> = BTreeSet::new();
-    let mut stack: Vec<usize> = members.iter().flat_map(|&m| dag.users[m].iter().copied()).filter(|&u| joinable(u)).collect();
+    let mut stack: Vec<usize> =
+        members.iter().flat_map(|&m| dag.users[m].iter().copied()).filter(|&u| joinable(u)).collect();
     while let Some(n) = stack.pop() {
         if marked.insert(n) {
             stack.extend(dag.users[n].iter().copied().filter(|&u| joinable(u)));
@@ -113,7 +114,13 @@ pub fn chains(
     chains
 }
 
-fn describe(dag: &Dag, marked: &BTreeSet<usize>, nodes: Vec<usize>, inside: &dyn Fn(usize) -> bool, free: &dyn Fn(usize) -> bool) -> Chain {
+fn describe(
+    dag: &Dag,
+    marked: &BTreeSet<usize>,
+    nodes: Vec<usize>,
+    inside: &dyn Fn(usize) -> bool,
+    free: &dyn Fn(usize) -> bool,
+) -> Chain {
     let takes = |p: usize| dag.users[p].iter().any(|&u| inside(u));
     let (mut reads, mut stray, mut foreign) = (Vec::new(), None, false);
     for &n in &nodes {

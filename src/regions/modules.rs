@@ -62,7 +62,10 @@ fn rules(selectors: &[ModuleSelector]) -> Result<Vec<Rule<'_>>> {
             (None, Some(p)) => Ok(Rule::Prefix(p)),
             _ => Err(Error::new(
                 ErrorKind::Input,
-                format!("a module selector (impl `{}`) needs exactly one of a non-empty \"type\" or a \"path\"", s.impl_key),
+                format!(
+                    "a module selector (impl `{}`) needs exactly one of a non-empty \"type\" or a \"path\"",
+                    s.impl_key
+                ),
             )),
         })
         .collect()

@@ -7,9 +7,9 @@
 //! far: no two depend on each other (each convex, yet A reads B and B reads A), which outlining
 //! both would turn into a cycle.
 
-use super::checks::at;
 use super::boundary;
 use super::candidate::{Candidate, Verdict};
+use super::checks::at;
 use super::pattern::PortOrder;
 use super::{Boundary, Region};
 use crate::graph::{Dag, Graph, OpKind};
@@ -65,7 +65,12 @@ impl Ownership {
                         format!("region {} ({})", other.id, other.source.as_deref().unwrap_or("unknown source"))
                     })
                     .collect();
-                let shared = candidates[r].region.members.iter().find(|m| owner[**m] == SHARED).map(|&m| g.nodes[m].name.as_str());
+                let shared = candidates[r]
+                    .region
+                    .members
+                    .iter()
+                    .find(|m| owner[**m] == SHARED)
+                    .map(|&m| g.nodes[m].name.as_str());
                 let why = format!(
                     "it overlaps {} (shared node `{}`); regions may not nest or overlap",
                     names.join(", "),
@@ -84,7 +89,12 @@ impl Ownership {
 
 /// Validate every pending candidate (in parallel when there are many): each becomes `Valid` with its boundary or
 /// `Refused` with the reason.
-pub fn validate_all(g: &Graph, dag: &Dag, candidates: &mut [Candidate], allows_mutation: &(dyn Fn(&Region) -> bool + Sync)) {
+pub fn validate_all(
+    g: &Graph,
+    dag: &Dag,
+    candidates: &mut [Candidate],
+    allows_mutation: &(dyn Fn(&Region) -> bool + Sync),
+) {
     let own = Ownership::build(g, candidates);
     let verdicts: Vec<Option<Verdict>> = crate::par::map(candidates, |r, c| {
         matches!(c.verdict, Verdict::Pending).then(|| {

@@ -60,7 +60,13 @@ impl std::fmt::Display for Report {
             self.hangs.len()
         )?;
         for c in self.crashes.iter().chain(&self.hangs) {
-            write!(f, "\n  {}: {} (input: {})", c.kind, c.message, c.saved.as_ref().map(|p| p.display().to_string()).unwrap_or("-".into()))?;
+            write!(
+                f,
+                "\n  {}: {} (input: {})",
+                c.kind,
+                c.message,
+                c.saved.as_ref().map(|p| p.display().to_string()).unwrap_or("-".into())
+            )?;
         }
         Ok(())
     }
@@ -93,7 +99,10 @@ pub fn quiet_panics() {
 }
 
 fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into())
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
 }
 
 fn save(out: &Option<PathBuf>, target: &str, kind: &str, n: usize, input: &[u8]) -> Option<PathBuf> {
@@ -147,7 +156,11 @@ pub fn run(target: Target, cfg: &Config) -> Report {
             Verdict::Clean(shape) => {
                 if took > cfg.hang {
                     let saved = save(&cfg.out, target.name(), "hang", hangs.len(), &input);
-                    hangs.push(Finding { kind: "hang", message: format!("{:.0} ms ({shape})", took.as_secs_f64() * 1e3), saved });
+                    hangs.push(Finding {
+                        kind: "hang",
+                        message: format!("{:.0} ms ({shape})", took.as_secs_f64() * 1e3),
+                        saved,
+                    });
                 } else if seen.insert(shape) && input.len() <= target.max_len() && corpus.len() < 20_000 {
                     corpus.push(input);
                 }

@@ -35,7 +35,23 @@ impl Rng {
 }
 
 pub const INTERESTING: &[i64] = &[
-    0, 1, -1, 2, 7, 8, 16, 64, 255, 256, 65535, 1 << 31, -(1 << 31), i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1,
+    0,
+    1,
+    -1,
+    2,
+    7,
+    8,
+    16,
+    64,
+    255,
+    256,
+    65535,
+    1 << 31,
+    -(1 << 31),
+    i64::MAX,
+    i64::MIN,
+    i64::MAX - 1,
+    i64::MIN + 1,
     u32::MAX as i64,
 ];
 
@@ -179,10 +195,8 @@ pub fn json(doc: &Value, other: &Value, strings: &[&str], rng: &mut Rng) -> Valu
                                 xs.remove(i);
                             }
                         }
-                        (Value::Object(m), PathStep::Key(k)) => {
-                            if !dup {
-                                m.remove(&k);
-                            }
+                        (Value::Object(m), PathStep::Key(k)) if !dup => {
+                            m.remove(&k);
                         }
                         _ => {}
                     }

@@ -22,21 +22,100 @@ pub enum Target {
 pub const ALL: [Target; 4] = [Target::Graph, Target::Expr, Target::Ptx, Target::Cubin];
 
 const EXPR_DICT: &[&str] = &[
-    "s0", "s1", "s2", "+", "-", "*", "**", "//", "/", "%", "(", ")", ",", "FloorDiv(", "CeilDiv(", "Mod(", "Max(", "Min(",
-    "PythonMod(", "IntCeilDiv(", "TrueDiv(", "ModularIndexing(", "9223372036854775807", "-9223372036854775807 - 1",
-    "é", "\u{1F600}", " ", "16", "0", "-1",
+    "s0",
+    "s1",
+    "s2",
+    "+",
+    "-",
+    "*",
+    "**",
+    "//",
+    "/",
+    "%",
+    "(",
+    ")",
+    ",",
+    "FloorDiv(",
+    "CeilDiv(",
+    "Mod(",
+    "Max(",
+    "Min(",
+    "PythonMod(",
+    "IntCeilDiv(",
+    "TrueDiv(",
+    "ModularIndexing(",
+    "9223372036854775807",
+    "-9223372036854775807 - 1",
+    "é",
+    "\u{1F600}",
+    " ",
+    "16",
+    "0",
+    "-1",
 ];
 
 const PTX_DICT: &[&str] = &[
-    ".entry", ".visible", ".param", ".u64", ".u32", ".b8", ".align 8", ".ptr", ".global", "{", "}", "(", ")", ",", ";",
-    ".version 9.9", ".version 7.0", ".target sm_90a", ".address_size 64", ".reqntid 128", ".maxntid 256, 1, 1",
-    ".language 1", "//", "/*", "*/", "\"", "[", "]", ".nv_intermediate_source_section", "é", "\n",
+    ".entry",
+    ".visible",
+    ".param",
+    ".u64",
+    ".u32",
+    ".b8",
+    ".align 8",
+    ".ptr",
+    ".global",
+    "{",
+    "}",
+    "(",
+    ")",
+    ",",
+    ";",
+    ".version 9.9",
+    ".version 7.0",
+    ".target sm_90a",
+    ".address_size 64",
+    ".reqntid 128",
+    ".maxntid 256, 1, 1",
+    ".language 1",
+    "//",
+    "/*",
+    "*/",
+    "\"",
+    "[",
+    "]",
+    ".nv_intermediate_source_section",
+    "é",
+    "\n",
 ];
 
 const GRAPH_STRINGS: &[&str] = &[
-    "x", "y", "add", "relu", "s0", "s0 + 1", "2*s0", "(s0+s1+s2+s3+s4+s5)**12", "s0**16**16", "9223372036854775807 + 1",
-    "FloorDiv(s0, 0)", "float32", "int64", "bogus", "aten.add.Tensor", "aten.relu.default", "_operator.getitem", "output",
-    "placeholder", "call_function", "get_attr", "r", "A", "B", "k", "é", "",
+    "x",
+    "y",
+    "add",
+    "relu",
+    "s0",
+    "s0 + 1",
+    "2*s0",
+    "(s0+s1+s2+s3+s4+s5)**12",
+    "s0**16**16",
+    "9223372036854775807 + 1",
+    "FloorDiv(s0, 0)",
+    "float32",
+    "int64",
+    "bogus",
+    "aten.add.Tensor",
+    "aten.relu.default",
+    "_operator.getitem",
+    "output",
+    "placeholder",
+    "call_function",
+    "get_attr",
+    "r",
+    "A",
+    "B",
+    "k",
+    "é",
+    "",
 ];
 
 impl Target {
@@ -66,7 +145,11 @@ impl Target {
         let dir = root().join("tests/fixtures");
         let files = |sub: &str, ext: &str| -> Vec<Vec<u8>> {
             let mut paths: Vec<_> = std::fs::read_dir(dir.join(sub))
-                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == ext)).collect())
+                .map(|d| {
+                    d.filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| p.extension().is_some_and(|x| x == ext))
+                        .collect()
+                })
                 .unwrap_or_default();
             paths.sort();
             paths.iter().filter_map(|p| std::fs::read(p).ok()).collect()
@@ -85,8 +168,19 @@ impl Target {
             }
             Target::Expr => {
                 let mut seeds: Vec<Vec<u8>> = [
-                    "s0", "2*s0 + 1", "(s0//2)", "FloorDiv(s0, 2)", "CeilDiv(s0*s1, 1024)", "-FloorDiv(-s0*s1, 1024)", "Max(1, s0, 3)",
-                    "Min(s0, s1) + Mod(s0, 3)", "s0**2 - 1", "(s0 + 1)*(s0 - 1)", "s0/2", "TrueDiv(s0, 3)", "ModularIndexing(s0, 1, 4)",
+                    "s0",
+                    "2*s0 + 1",
+                    "(s0//2)",
+                    "FloorDiv(s0, 2)",
+                    "CeilDiv(s0*s1, 1024)",
+                    "-FloorDiv(-s0*s1, 1024)",
+                    "Max(1, s0, 3)",
+                    "Min(s0, s1) + Mod(s0, 3)",
+                    "s0**2 - 1",
+                    "(s0 + 1)*(s0 - 1)",
+                    "s0/2",
+                    "TrueDiv(s0, 3)",
+                    "ModularIndexing(s0, 1, 4)",
                 ]
                 .iter()
                 .map(|s| s.as_bytes().to_vec())
@@ -114,7 +208,12 @@ impl Target {
             Target::Graph => {
                 // Mostly structure-aware; sometimes raw bytes (the loader's own errors).
                 if rng.chance(5) {
-                    return mutate::bytes(base, other, &["{", "}", "[", "]", "\"", ":", ",", "null", "1e999", "-0"], rng);
+                    return mutate::bytes(
+                        base,
+                        other,
+                        &["{", "}", "[", "]", "\"", ":", ",", "null", "1e999", "-0"],
+                        rng,
+                    );
                 }
                 match (serde_json::from_slice(base), serde_json::from_slice(other)) {
                     (Ok(a), Ok(b)) => serde_json::to_vec(&mutate::json(&a, &b, GRAPH_STRINGS, rng)).unwrap_or_default(),
@@ -141,9 +240,8 @@ impl Target {
                         },
                     };
                     let v = (*rng.pick(INTERESTING) as u64).to_le_bytes();
-                    for k in 0..width.min(b.len() - at) {
-                        b[at + k] = v[k];
-                    }
+                    let n = width.min(b.len() - at);
+                    b[at..at + n].copy_from_slice(&v[..n]);
                 }
                 b
             }
@@ -186,9 +284,7 @@ fn shape(prefix: &str, r: Result<(), String>) -> Verdict {
 
 fn mutual_dependence_seed() -> Vec<u8> {
     let t = serde_json::json!({"dtype": "float32", "shape": ["s0", 4]});
-    let node = |name: &str, target: &str, args: serde_json::Value, region: &str| {
-        serde_json::json!({"name": name, "op": "call_function", "target": target, "args": args, "val": t, "regions": [region]})
-    };
+    let node = |name: &str, target: &str, args: serde_json::Value, region: &str| serde_json::json!({"name": name, "op": "call_function", "target": target, "args": args, "val": t, "regions": [region]});
     let r = |n: &str| serde_json::json!({"ref": n});
     serde_json::to_vec(&serde_json::json!({
         "graph": {"format": "tta-graph", "version": 1, "nodes": [
@@ -230,10 +326,9 @@ fn run_graph(input: &[u8], rng: &mut Rng) -> Verdict {
             .outputs
             .iter()
             .filter_map(|p| match &p.kind {
-                tta::regions::PortKind::Tensor { dtype, shape } => Some(MetaOut {
-                    dtype: dtype.clone(),
-                    shape: shape.clone(),
-                }),
+                tta::regions::PortKind::Tensor { dtype, shape } => {
+                    Some(MetaOut { dtype: dtype.clone(), shape: shape.clone() })
+                }
                 _ => None,
             })
             .collect();
@@ -344,7 +439,11 @@ fn run_ptx(text: &str, rng: &mut Rng) -> Verdict {
                 (0..n).map(|k| ([ptx::Role::Input, ptx::Role::Extra, ptx::Role::Output][rng.below(3)], k)).collect()
             }),
             order: rng.chance(2).then(|| order.clone()),
-            slots: rng.chance(2).then(|| ptx::QdpSlots { inputs: rng.below(n + 1), extras: rng.below(2), outputs: rng.below(2) }),
+            slots: rng.chance(2).then(|| ptx::QdpSlots {
+                inputs: rng.below(n + 1),
+                extras: rng.below(2),
+                outputs: rng.below(2),
+            }),
             max_version: rng.chance(2).then_some(ptx::IsaVersion { major: 9, minor: 0 }),
         };
         if let Err(err) = ptx::to_qdp_abi(text, &spec) {

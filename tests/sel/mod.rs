@@ -60,7 +60,14 @@ pub fn graph(nodes: Vec<Value>) -> Graph {
 }
 
 pub fn impls(keys: &[&str]) -> Impls {
-    keys.iter().map(|k| ((*k).to_owned(), tta::lowering::ImplDecl { name: k.split('@').next().unwrap().into(), ..Default::default() })).collect()
+    keys.iter()
+        .map(|k| {
+            (
+                (*k).to_owned(),
+                tta::lowering::ImplDecl { name: k.split('@').next().unwrap().into(), ..Default::default() },
+            )
+        })
+        .collect()
 }
 
 pub fn selectors(v: Value) -> Selectors {

@@ -2,10 +2,10 @@
 //! indices, the inputs that are used, the outputs, and a static search plan.
 
 use super::selector::PatternSelector;
-use crate::regions::checks::is_observer;
 use crate::error::{Error, ErrorKind, Result};
-use crate::graph::{verify, Arg, Dim, Graph, Node, OpKind, Value};
 use crate::expr::{self, Poly};
+use crate::graph::{verify, Arg, Dim, Graph, Node, OpKind, Value};
+use crate::regions::checks::is_observer;
 use std::collections::HashMap;
 
 /// Ops whose first two operands can be swapped without changing the result.
@@ -101,15 +101,21 @@ fn err(name: &str, node: Option<&Node>, msg: String) -> Error {
 impl Pattern {
     /// Each form of the selector (its graph, then its alternative forms) as a pattern.
     pub fn compile_all(sel: &PatternSelector) -> Result<Vec<Pattern>> {
-        let forms: Vec<Pattern> =
-            std::iter::once(&sel.graph).chain(&sel.forms).map(|g| Pattern::compile(&sel.name, &sel.impl_key, g)).collect::<Result<_>>()?;
+        let forms: Vec<Pattern> = std::iter::once(&sel.graph)
+            .chain(&sel.forms)
+            .map(|g| Pattern::compile(&sel.name, &sel.impl_key, g))
+            .collect::<Result<_>>()?;
         let (i0, o0) = (forms[0].inputs.len(), forms[0].outputs.len());
         if let Some(f) = forms.iter().find(|f| f.inputs.len() != i0 || f.outputs.len() != o0) {
-            return Err(err(&sel.name, None, format!(
-                "its forms disagree: one takes {i0} input(s) and returns {o0}, another takes {} and returns {}",
-                f.inputs.len(),
-                f.outputs.len()
-            )));
+            return Err(err(
+                &sel.name,
+                None,
+                format!(
+                    "its forms disagree: one takes {i0} input(s) and returns {o0}, another takes {} and returns {}",
+                    f.inputs.len(),
+                    f.outputs.len()
+                ),
+            ));
         }
         Ok(forms)
     }
@@ -158,13 +164,25 @@ impl Pattern {
                         }
                     }
                     if users[i] == 0 {
-                        return Err(err(name, Some(n), format!("`{}` is computed but neither used nor returned", n.name)));
+                        return Err(err(
+                            name,
+                            Some(n),
+                            format!("`{}` is computed but neither used nor returned", n.name),
+                        ));
                     }
                     kind[i] = Some(PRef::Body(body_pos.len()));
                     body_pos.push(i);
                 }
                 other => {
-                    return Err(err(name, Some(n), format!("`{}` is a {} node; patterns hold calls only (pass constants as inputs)", n.name, other.as_str())))
+                    return Err(err(
+                        name,
+                        Some(n),
+                        format!(
+                            "`{}` is a {} node; patterns hold calls only (pass constants as inputs)",
+                            n.name,
+                            other.as_str()
+                        ),
+                    ))
                 }
             }
         }
@@ -192,10 +210,14 @@ impl Pattern {
         for (&i, p) in &size_of {
             if let Some(s) = p.symbols().into_iter().find(|s| !symbols.iter().any(|x| &x.symbol == s)) {
                 let n = &pg.nodes[i];
-                return Err(err(name, Some(n), format!(
-                    "the size `{}` = {p} depends on `{s}`, a dim of an input no operation of the pattern reads",
-                    n.name
-                )));
+                return Err(err(
+                    name,
+                    Some(n),
+                    format!(
+                        "the size `{}` = {p} depends on `{s}`, a dim of an input no operation of the pattern reads",
+                        n.name
+                    ),
+                ));
             }
         }
         for &b in &body_pos {
@@ -218,7 +240,11 @@ impl Pattern {
                 Some(PRef::Body(b)) if !outputs.contains(&b) => outputs.push(b),
                 Some(PRef::Body(_)) => return Err(err(name, None, format!("it returns `{}` twice", pg.nodes[p].name))),
                 _ => {
-                    return Err(err(name, None, format!("it returns `{}`, which is not computed by the pattern", pg.nodes[p].name)))
+                    return Err(err(
+                        name,
+                        None,
+                        format!("it returns `{}`, which is not computed by the pattern", pg.nodes[p].name),
+                    ))
                 }
             }
         }
@@ -231,7 +257,8 @@ impl Pattern {
             .map(|&i| {
                 let n = &pg.nodes[i];
                 let conv = |a: &Arg| convert(a, &pos, &kind, &size_index);
-                let commutative = COMMUTATIVE.contains(&n.target.as_str()) && n.args.len() >= 2 && !n.kwargs.contains_key("alpha");
+                let commutative =
+                    COMMUTATIVE.contains(&n.target.as_str()) && n.args.len() >= 2 && !n.kwargs.contains_key("alpha");
                 PNode {
                     name: n.name.clone(),
                     op: n.op,
@@ -246,9 +273,27 @@ impl Pattern {
         outputs.iter().for_each(|&o| is_output[o] = true);
         let anchor = *outputs.iter().max().unwrap();
         let plan = plan(&nodes, anchor).map_err(|b| {
-            err(name, Some(&pg.nodes[body_pos[b]]), format!("it is not connected: `{}` shares no value with the output `{}`", nodes[b].name, nodes[anchor].name))
+            err(
+                name,
+                Some(&pg.nodes[body_pos[b]]),
+                format!(
+                    "it is not connected: `{}` shares no value with the output `{}`",
+                    nodes[b].name, nodes[anchor].name
+                ),
+            )
         })?;
-        Ok(Pattern { name: name.to_owned(), impl_key: impl_key.to_owned(), nodes, inputs, outputs, is_output, anchor, plan, sizes, symbols })
+        Ok(Pattern {
+            name: name.to_owned(),
+            impl_key: impl_key.to_owned(),
+            nodes,
+            inputs,
+            outputs,
+            is_output,
+            anchor,
+            plan,
+            sizes,
+            symbols,
+        })
     }
 }
 

@@ -93,7 +93,10 @@ pub fn find(forms: &[Pattern], g: &Graph, index: &NameIndex, dag: &Dag) -> Found
     let first = &forms[0];
     let closest = all.is_empty().then(|| match &near {
         Some((f, n)) => describe_near(&forms[*f], g, n),
-        None => format!("no node in the graph is `{}` (the pattern's output `{}`)", first.nodes[first.anchor].target, first.nodes[first.anchor].name),
+        None => format!(
+            "no node in the graph is `{}` (the pattern's output `{}`)",
+            first.nodes[first.anchor].target, first.nodes[first.anchor].name
+        ),
     });
     let mut regions = Vec::with_capacity(all.len());
     for (k, (occ, why)) in all.into_iter().enumerate() {
@@ -118,7 +121,13 @@ fn describe_near(p: &Pattern, g: &Graph, n: &search::Near) -> String {
     } else {
         format!("{} of {} pattern ops matched from {};", n.matched, p.nodes.len(), node(n.anchor))
     };
-    format!("closest match: {how_far} the pattern's `{}` ({}) against {}: {}", pn.name, pn.target, node(n.target_node), n.reason)
+    format!(
+        "closest match: {how_far} the pattern's `{}` ({}) against {}: {}",
+        pn.name,
+        pn.target,
+        node(n.target_node),
+        n.reason
+    )
 }
 
 impl Pattern {

@@ -8,11 +8,11 @@
 //! candidate anchors; assignments are undone through a trail on backtracking.
 
 use super::compile::{PArg, PRef, Pattern, Step};
-use crate::regions::checks;
+use super::selector::PortOrder;
 use crate::expr::{self, Poly};
 use crate::graph::verify::NameIndex;
 use crate::graph::{Arg, Dag, Dim, Graph, Value};
-use super::selector::PortOrder;
+use crate::regions::checks;
 use std::collections::HashMap;
 
 const NONE: usize = usize::MAX;
@@ -112,7 +112,14 @@ fn dim_poly(d: &Dim) -> Option<Poly> {
 
 impl<'a> Search<'a> {
     /// `claimed`: nodes taken by occurrences found before (of another form of the pattern).
-    pub fn new(pat: &'a Pattern, g: &'a Graph, index: &'a NameIndex<'a>, dag: &'a Dag, checks: &'a [bool], claimed: Vec<bool>) -> Self {
+    pub fn new(
+        pat: &'a Pattern,
+        g: &'a Graph,
+        index: &'a NameIndex<'a>,
+        dag: &'a Dag,
+        checks: &'a [bool],
+        claimed: Vec<bool>,
+    ) -> Self {
         Search {
             pat,
             g,
@@ -192,7 +199,9 @@ impl<'a> Search<'a> {
     fn assign_refusal(&self, q: usize, u: usize) -> Option<String> {
         let (p, n) = (&self.pat.nodes[q], &self.g.nodes[u]);
         if self.map[q] != NONE {
-            return (self.map[q] != u).then(|| format!("the pattern reads `{}` here, which is already matched to {}", p.name, at(self.g, self.map[q])));
+            return (self.map[q] != u).then(|| {
+                format!("the pattern reads `{}` here, which is already matched to {}", p.name, at(self.g, self.map[q]))
+            });
         }
         if p.op != n.op || p.target != n.target {
             return Some(format!("it is `{}` where the pattern has `{}`", n.target, p.target));
@@ -341,7 +350,8 @@ impl<'a> Search<'a> {
     }
 
     fn soften(&mut self, q: usize, reason: String) {
-        let near = Near { matched: 0, steps: 0, anchor: self.anchor_image, pattern_node: q, target_node: self.map[q], reason };
+        let near =
+            Near { matched: 0, steps: 0, anchor: self.anchor_image, pattern_node: q, target_node: self.map[q], reason };
         self.soft.push(near);
         self.trail.push(Undo::Soft);
     }
@@ -358,7 +368,8 @@ impl<'a> Search<'a> {
             self.anchor_image = t;
             self.undo(0);
             if self.assign(self.pat.anchor, t) && self.step(0) {
-                found = self.soft.first().cloned().map(|n| Near { matched: self.depth, steps: self.pat.plan.len(), ..n });
+                found =
+                    self.soft.first().cloned().map(|n| Near { matched: self.depth, steps: self.pat.plan.len(), ..n });
                 break;
             }
         }
@@ -396,7 +407,9 @@ impl<'a> Search<'a> {
                     self.undo(mark);
                 }
                 let n = &self.pat.nodes[q];
-                self.note(q, self.image(via), || format!("no reader of it matches the pattern's `{}` ({})", n.name, n.target));
+                self.note(q, self.image(via), || {
+                    format!("no reader of it matches the pattern's `{}` ({})", n.name, n.target)
+                });
                 false
             }
         }
@@ -416,14 +429,22 @@ impl<'a> Search<'a> {
                 _ => None,
             };
             let Some(dim) = dim else {
-                return Err(format!("the pattern's input `{}` is bound to {}, which has no dim {}", pat.inputs[s.input], at(g, u), s.dim));
+                return Err(format!(
+                    "the pattern's input `{}` is bound to {}, which has no dim {}",
+                    pat.inputs[s.input],
+                    at(g, u),
+                    s.dim
+                ));
             };
             env.insert(s.symbol.clone(), dim);
         }
         for (k, want) in &self.sizes {
             let have = pat.sizes[*k].substitute(&env).map_err(|e| e.to_string())?;
             if &have != want {
-                return Err(format!("the pattern's size `{}` is `{have}` here, but the graph has `{want}`", pat.sizes[*k]));
+                return Err(format!(
+                    "the pattern's size `{}` is `{have}` here, but the graph has `{want}`",
+                    pat.sizes[*k]
+                ));
             }
         }
         Ok(())
@@ -461,7 +482,8 @@ impl<'a> Search<'a> {
                 continue;
             }
             // Reading only the pattern's outputs, it stays outside.
-            let hidden = chain.reads.iter().find(|&&m| self.map.iter().position(|&t| t == m).is_some_and(|q| !pat.is_output[q]));
+            let hidden =
+                chain.reads.iter().find(|&&m| self.map.iter().position(|&t| t == m).is_some_and(|q| !pat.is_output[q]));
             if let Some(&m) = hidden {
                 why = why.or_else(|| checks::stray_reason(g, dag, &chain, m, "is no output of the pattern"));
             }
@@ -486,7 +508,13 @@ impl<'a> Search<'a> {
                 }
             }
             if pat.is_output[q] && !read_outside {
-                why = why.or_else(|| Some(format!("{} (pattern output `{}`) is not used outside the occurrence", at(g, t), pat.nodes[q].name)));
+                why = why.or_else(|| {
+                    Some(format!(
+                        "{} (pattern output `{}`) is not used outside the occurrence",
+                        at(g, t),
+                        pat.nodes[q].name
+                    ))
+                });
                 break;
             }
         }
