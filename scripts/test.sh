@@ -17,6 +17,7 @@ step() {  # step TITLE COMMAND...: run it, then print its wall time
 
 step "setup .venv" bash scripts/setup.sh
 step "setup .venv-torch2.11 .venv-torch2.14" bash scripts/setup-torch-envs.sh
+step "lint (cargo fmt, clippy, ruff)" bash scripts/lint.sh
 # The PTX tests assemble and disassemble with the CUDA tools setup installed; insist on them.
 step "cargo test" env TTA_REQUIRE_TOOLS=1 cargo test --all-targets --quiet
 step "pytest (CPU, newest torch)" env TTA_REQUIRE_TOOLS=1 .venv/bin/python -m pytest -m "not gpu and not trt" -q -p no:cacheprovider "$@"
