@@ -6,8 +6,8 @@
 #      here (libstdc++ inside), each under segv_bt.so (module+offset backtrace on SIGSEGV)
 #   3. tta's CPU AOTInductor tests here (this machine's own toolchain), then its GPU ones
 # Every step writes under $OUT, so a run cut by its time limit still brings back what it did.
-# relu_here.pt2: `python docs/gpu-probes/aoti_compile_relu.py relu_here.pt2` on the CPU machine (torch 2.11).
-P=docs/gpu-probes
+# relu_here.pt2: `python tests/gpu_probes/aoti_compile_relu.py relu_here.pt2` on the CPU machine (torch 2.11).
+P=tests/gpu_probes
 exec > "$OUT/run.log" 2>&1
 export PYTHONPATH=python
 echo "== toolchain"; date +%T
