@@ -1,7 +1,5 @@
 """The README's quickstart, verbatim (tests/python/test_readme_quickstart.py keeps the two equal).
-
-    python examples/quickstart.py
-"""
+Run it with `python examples/quickstart.py`."""
 
 import torch
 import triton
