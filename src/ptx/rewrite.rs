@@ -91,7 +91,7 @@ pub fn check_version(ptx: &str, max: IsaVersion) -> Result<()> {
 /// An explicit, separate step on purpose: the ISA label says which instructions the text may
 /// use, and relabelling does not remove newer ones, so the driver may still reject the result,
 /// or worse. Removing `.language` turns a cuTile tile kernel into a plain SIMT kernel; that
-/// is known to work only for simple cuTile kernels (docs/gpu-results.md says where it was seen),
+/// is known to work only for simple cuTile kernels (docs/verification.md says where it was seen),
 /// and cannot work with `.hidden` TMA-descriptor parameters, which nothing then fills, so those
 /// entries are refused. Text already at or below `to` comes back unchanged.
 pub fn relabel_version(ptx: &str, to: IsaVersion) -> Result<String> {

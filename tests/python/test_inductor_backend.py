@@ -231,7 +231,7 @@ def test_aot_compile_package_loads_in_a_fresh_process_without_tta(tmp_path):
 
 
 # Built on the GPU machine, whose g++ linked libstdc++ into it; aoti_load_package crashed on it there.
-_PRIVATE_LIBSTDCXX_PACKAGE = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "gpu-probes", "relu_cpu.pt2")
+_PRIVATE_LIBSTDCXX_PACKAGE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gpu", "relu_cpu.pt2")
 
 
 def test_package_check_finds_a_private_libstdcxx_and_nothing_else():

@@ -31,7 +31,7 @@ from .session import TensorType
 
 # Parallelism. Triton's compile is mostly Python and MLIR passes that keep the GIL, plus a
 # ptxas subprocess, so threads gain little; a forked process pool scales (measurements in
-# docs/gpu-results.md). Fork, not spawn: a spawned child would re-import torch (seconds) and
+# docs/benchmarks.md). Fork, not spawn: a spawned child would re-import torch (seconds) and
 # could not receive lambdas (meta_impls); forked children inherit the task list instead.
 _POOL = os.environ.get("TTA_COMPILE_POOL", "process")  # "process" | "thread" | "serial"
 

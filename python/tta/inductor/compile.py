@@ -154,7 +154,7 @@ def _warn_private_libstdcxx(package_path: str, private: list[str]) -> None:
         f"tta.aot_compile: {package_path} holds {', '.join(private)} with its own copy of libstdc++ linked "
         "in (it does not load libstdc++.so.6), also when linked again against this process's "
         "libstdc++.so.6; such packages crashed aoti_load_package where they were seen (tta's "
-        "docs/gpu-results.md). Point CXX at a g++ whose link of torch's AOTInductor libraries needs "
+        "docs/verification.md). Point CXX at a g++ whose link of torch's AOTInductor libraries needs "
         "libstdc++.so.6 and compile again.",
         PackageRuntimeWarning, stacklevel=3)
 

@@ -6,7 +6,7 @@ though its plain ``g++ -shared`` links ``libstdc++.so.6``). Loaded
 into a process where torch has already loaded ``libstdc++.so.6``, calls through the PLT bind to
 that library while the code inlined into the package uses its own, never initialised copies of the
 runtime's statics: ``aoti_load_package`` crashed in the model's constructor on every such package
-(docs/gpu-results.md). ``tta.aot_compile`` links such a package again (``shared_libstdcxx.py``) and
+(docs/verification.md). ``tta.aot_compile`` links such a package again (``shared_libstdcxx.py``) and
 warns when that did not help.
 
 Only the ELF dynamic section and dynamic symbol table are read (64-bit little-endian, as x86-64

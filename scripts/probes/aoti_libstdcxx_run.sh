@@ -6,8 +6,8 @@
 #      here (libstdc++ inside), each under segv_bt.so (module+offset backtrace on SIGSEGV)
 #   3. tta's CPU AOTInductor tests here (this machine's own toolchain), then its GPU ones
 # Every step writes under $OUT, so a run cut by its time limit still brings back what it did.
-# relu_here.pt2: `python docs/gpu-probes/aoti_compile_relu.py relu_here.pt2` on the CPU machine (torch 2.11).
-P=docs/gpu-probes
+# relu_here.pt2: `python scripts/probes/aoti_compile_relu.py relu_here.pt2` on the CPU machine (torch 2.11).
+P=scripts/probes
 exec > "$OUT/run.log" 2>&1
 export PYTHONPATH=python
 echo "== toolchain"; date +%T
@@ -19,7 +19,7 @@ g++ -v -shared -fPIC -o /tmp/t.so /tmp/t.cpp 2>&1 | grep -E "collect2|specs" | h
 python -c "import torch; print('in-process:', sorted({l.split()[-1] for l in open('/proc/self/maps') if 'stdc++' in l}))"
 gcc -shared -fPIC -O1 -o /tmp/segv_bt.so $P/segv_bt.c -ldl || echo "no segv helper"
 echo "== load packages"; date +%T
-for pkg in ${RELU_HERE:-relu_here.pt2} $P/relu_cpu.pt2; do
+for pkg in ${RELU_HERE:-relu_here.pt2} tests/fixtures/gpu/relu_cpu.pt2; do
   LD_PRELOAD=/tmp/segv_bt.so timeout 60 python $P/aoti_load_relu.py cpu $pkg; echo "rc $?"
 done
 echo "== tta's CPU AOTInductor tests"; date +%T
