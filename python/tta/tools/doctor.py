@@ -11,6 +11,7 @@ problem line naming it, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from dataclasses import asdict, dataclass
@@ -102,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     from . import doctor_checks
 
     checks = doctor_checks.CHECKS if not args.no_engine else [c for c in doctor_checks.CHECKS if c[0] != "engine"]
-    rows = run_checks(checks)
+    # What the checked packages print while importing goes to stderr: stdout is the report.
+    with contextlib.redirect_stdout(sys.stderr):
+        rows = run_checks(checks)
     if args.no_engine:
         rows.append(Row("engine", "not built", status=SKIP, note="--no-engine"))
     if getattr(args, "json", False):

@@ -253,7 +253,9 @@ def _not_writable(root: Path) -> str | None:
         return f"{root} is not a directory"
     if not root.exists():
         parent = next((p for p in root.parents if p.exists()), None)
-        if parent is None or not os.access(parent, os.W_OK | os.X_OK):
+        if parent is None or not parent.is_dir():
+            return f"{root} cannot be created ({parent} is not a directory)"
+        if not os.access(parent, os.W_OK | os.X_OK):
             return f"{root} cannot be created ({parent} is not writable)"
         return None
     try:
