@@ -162,7 +162,6 @@ def test_driver_probe_reads_libcuda(monkeypatch):
 def test_doctor_reports_the_cap_tta_compile_uses(monkeypatch):
     """The row and ``driver_ptx_cap`` (tta.compile's default) come from the same probe."""
     monkeypatch.setattr(cuda_driver, "driver_version", lambda: "12.8")
-    monkeypatch.setattr(doctor_checks, "driver_version", cuda_driver.driver_version)
     cuda_driver.driver_ptx_cap.cache_clear()
     try:
         assert cuda_driver.driver_ptx_cap().option == 87

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from . import known_bugs, packages
-from .cuda_driver import cap_for_driver, driver_version
+from .cuda_driver import driver_ptx_cap
 from .doctor import OK, PROBLEM, SKIP, WARN, Row, one_line
 
 DSLS = (("triton", "Triton", "triton", ("triton",)), ("cutile", "cuTile", "cuda.tile", ("cuda-tile",)),
@@ -73,8 +73,9 @@ def check_gpu(s: State) -> list[Row]:
 
 
 def check_driver(s: State) -> list[Row]:
-    s.driver = driver_version()
-    s.cap = cap_for_driver(s.driver)
+    # The function tta.compile's default max_ptx comes from: the row shows what tta will use.
+    s.cap = driver_ptx_cap()
+    s.driver = s.cap.driver
     rows = []
     if s.driver is None:
         rows.append(Row("CUDA driver", "none (libcuda not found)", status=SKIP, note="no NVIDIA driver here: kernels are compiled, not run"))
