@@ -303,3 +303,25 @@ def test_pins_and_fits():
     torch_triton = packages.pins("torch", "triton")
     if torch_triton:  # torch's own metadata: the Triton row checks against it
         assert torch_triton[0].startswith("triton")
+
+
+@pytest.mark.gpu
+def test_doctor_on_a_gpu_machine(capsys):
+    """The GPU row names the device and its SM, the driver is found through libcuda and agrees
+    with cuda-python's, and the PTX cap is that driver's."""
+    import torch
+
+    rows = doctor.run_checks([c for c in doctor_checks.CHECKS if c[0] in ("torch", "GPU", "CUDA driver", "CUDA (torch)")])
+    gpu = next(r for r in rows if r.check == "GPU")
+    major, minor = torch.cuda.get_device_capability(0)
+    assert gpu.status == doctor.OK and f"SM {major}.{minor}" in gpu.found and torch.cuda.get_device_name(0) in gpu.found
+    drv = cuda_driver.driver_version()
+    try:
+        from tta.gpu.driver import driver_version as cuda_python_driver
+    except ImportError:
+        cuda_python_driver = None
+    if cuda_python_driver is not None:
+        assert drv == cuda_python_driver()
+    cap = next(r for r in rows if r.check == "PTX ISA cap")
+    assert cap.found == f"ISA {cuda_driver.cap_for_driver(drv).isa}" and f"CUDA {drv}" in cap.note
+    assert not doctor.problems(rows), doctor.problems(rows)

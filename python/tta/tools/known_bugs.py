@@ -75,7 +75,7 @@ def list_attrs_broken(trt_version: str) -> bool:
     return parse(trt_version)[:2] < (11, 3)
 
 
-_warned: "weakref.WeakSet" = weakref.WeakSet()
+_warned: weakref.WeakSet = weakref.WeakSet()
 _warned_strong: list = []  # keys that take no weak reference: kept alive, so no other key reuses their id
 _warned_lock = threading.Lock()
 

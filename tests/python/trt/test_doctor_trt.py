@@ -43,6 +43,7 @@ def _row(rows, name):
 def test_doctor_over_the_standin(capsys):
     rc = cli.main(["doctor"])
     out = capsys.readouterr().out
+    assert out.startswith("check ") and "why: tensorrt is tta's test stand-in" in out
     rows = doctor.run_checks()
     t = _row(rows, "TensorRT")
     assert trt.__version__ in t.found and "stand-in" in t.found and t.status == doctor.OK
