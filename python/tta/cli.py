@@ -3,6 +3,7 @@
     tta report tests/fixtures/loop12.json          # region report + rewritten graph
     tta report graph.json --impls impls.json --json
     tta explain graph.json --svg graph.svg         # region table (+ picture, needs Graphviz)
+    tta doctor                                     # what this machine has and what tta does with it
 
 Write a graph file from Python with ``tta.save_graph(program, "graph.json")`` (or
 ``python -m tta.graph_file model.pt2 graph.json``).
@@ -117,6 +118,12 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from .tools.doctor import run
+
+    return run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tta", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -131,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--svg", help="write the picture of the graph here (needs Graphviz's dot)")
     e.add_argument("--max-nodes", type=int, default=300, help="past this many drawn nodes, draw only the regions and their neighbours")
     e.set_defaults(run=_explain)
+    d = sub.add_parser("doctor", help="check this machine: GPU, driver, CUDA, torch, DSLs, TensorRT, cache; build a test engine")
+    d.add_argument("--json", action="store_true", help="print the rows as JSON (what to send back with a bug report)")
+    d.set_defaults(run=_doctor)
+    from .tools.doctor import add_arguments
+
+    add_arguments(d)
     args = p.parse_args(argv)
     try:
         return args.run(args)

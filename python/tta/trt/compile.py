@@ -19,6 +19,7 @@ import torch
 from torch.export import ExportedProgram
 
 from ..errors import PluginError
+from ..tools.cuda_driver import driver_ptx_cap
 from . import converter, install
 from .lowering import Session, device_sm, session_scope
 from .partition import keep_plugins_in_tensorrt
@@ -93,7 +94,7 @@ def compile(  # noqa: A001 - the public name is tta.compile
     *,
     selectors: Any = None,
     sm: int | None = None,
-    max_ptx: int | None = 90,
+    max_ptx: int | None | str = "driver",
     strict: bool = False,
     **torch_tensorrt_settings: Any,
 ):
@@ -101,7 +102,9 @@ def compile(  # noqa: A001 - the public name is tta.compile
     TensorRT plugins and compile it with ``torch_tensorrt.compile(ir="dynamo", ...)``.
 
     ``sm``: compute capability the kernels are built for (default: the compile device's);
-    ``max_ptx``: newest PTX ISA the target driver loads (Triton's spelling; None: no cap).
+    ``max_ptx``: newest PTX ISA the target driver loads (Triton's spelling, 90 = ISA 9.0; None: no
+    cap); the default ``"driver"`` is what this machine's CUDA driver accepts (``tta doctor``
+    shows it; 90 where no driver is found): pass the deployment driver's when that is older.
     Other keywords go to Torch-TensorRT; without ``inputs``/``arg_inputs`` the input specs come
     from the export (dynamic dims over their declared ranges). Returns Torch-TensorRT's module
     with ``tta_report`` (a ``CompileReport``: per region, the TensorRT segment and layer).
@@ -120,6 +123,10 @@ def compile(  # noqa: A001 - the public name is tta.compile
         raise PluginError("tta.compile builds through Torch-TensorRT's dynamo path; leave ir= out or pass ir='dynamo'")
     if "inputs" not in settings and "arg_inputs" not in settings:
         settings["arg_inputs"] = _inputs(ep, example_inputs)
+    if max_ptx == "driver":
+        max_ptx = driver_ptx_cap().option
+    elif max_ptx is not None and (isinstance(max_ptx, bool) or not isinstance(max_ptx, int)):
+        raise PluginError(f"tta.compile: max_ptx must be an int such as 90 (PTX ISA 9.0), None or 'driver', got {max_ptx!r}")
     if sm is None:
         sm = device_sm(types.SimpleNamespace(device=to_torch_tensorrt_device(settings.get("device"))))
     session = Session(selectors=selectors, sm=sm, max_ptx=max_ptx)

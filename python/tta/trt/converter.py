@@ -24,6 +24,8 @@ from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
 
 from ..errors import PluginError
 from ..ops import NAMESPACE
+from ..tools import known_bugs
+from ..tools.cuda_driver import driver_ptx_cap
 from . import profile_tactics, qdp
 
 _registered: set[str] = set()
@@ -77,7 +79,9 @@ def convert_tta_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: dic
 def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges: list, info: dict, values: dict | None = None):
     """The plugin layer of ``tta::<plugin>`` on ``itensors``, its tactics narrowed to those
     valid over ``ranges`` (a plugin of its own when that leaves out some: other call sites may
-    have other ranges), with the attribute ``values`` (for plugins that have attributes)."""
+    have other ranges), with the attribute ``values`` (for plugins that have attributes). On
+    TensorRT versions with a known AOT-plugin bug, the first layer of each engine warns."""
+    import tensorrt as trt
     import tensorrt.plugin as trtp
 
     plugin = profile_tactics.restricted(plugin, profile_tactics.restrict_tactics(plugin, ranges, values))
@@ -85,6 +89,8 @@ def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges
     create = getattr(getattr(trtp.op, NAMESPACE), plugin)(*itensors, **kwargs)
     layer = ctx.net.add_plugin(create, aot=True)
     layer.name = info["layer"]
+    # One conversion context per engine Torch-TensorRT builds: warn once per engine.
+    known_bugs.warn_once_per_engine(ctx, trt.__version__, layer.name)
     layer.metadata = layer_metadata(info)
     record_conversion(info)
     outputs = [layer.get_output(i) for i in range(layer.num_outputs)]
@@ -146,7 +152,7 @@ def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: 
 
     session = current_session()
     sm = session.sm if session is not None else device_sm(ctx.compilation_settings)
-    max_ptx = session.max_ptx if session is not None else 90
+    max_ptx = session.max_ptx if session is not None else driver_ptx_cap().option
     try:
         plugin = op.plugin_name(present, custom_op.input_metas(fakes), sm=sm, max_ptx=max_ptx)
     except PluginError as e:

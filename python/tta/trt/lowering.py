@@ -22,6 +22,7 @@ import torch
 from ..annotate import TAG_PREFIX
 from ..errors import PluginError
 from ..ops import NAMESPACE
+from ..tools.cuda_driver import driver_ptx_cap
 
 _selectors: list = []
 _selectors_lock = threading.Lock()
@@ -116,7 +117,8 @@ def outline_regions(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphMo
             session.rewrites.append(result)
     # Every plugin of the graph is (re)targeted at this compile's device.
     sm = session.sm if session is not None else device_sm(settings)
-    max_ptx = session.max_ptx if session is not None else 90
+    # Plain torch_tensorrt.compile: kernels for the PTX ISA this machine's driver accepts.
+    max_ptx = session.max_ptx if session is not None else driver_ptx_cap().option
     for op in {n.target._schema.name.split("::", 1)[1] for n in tta_nodes(gm)}:
         qdp.register(op, sm=sm, max_ptx=max_ptx)
     return gm

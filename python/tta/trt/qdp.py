@@ -68,6 +68,7 @@ from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
 from ..dtypes import TENSORRT as TRT_DTYPES
 from ..errors import PluginError
+from ..tools import known_bugs
 from . import mutation, qdp_shapes, tactics as _tactics
 
 NAMESPACE = "tta"
@@ -234,13 +235,20 @@ class _Wire:
         return value
 
 
-def _versions() -> tuple:
+def _versions() -> tuple[str, str]:
+    """(TensorRT version, NumPy version): what the plugin package's known bugs depend on."""
     trt, _ = _trt()
     import numpy as np
 
-    trt_v = tuple(int(p) for p in trt.__version__.split(".")[:2])
-    np_v = tuple(int(p) for p in np.__version__.split(".")[:2])
-    return trt_v, np_v, trt.__version__, np.__version__
+    return trt.__version__, np.__version__
+
+
+def refuse_broken_qdp(where: str) -> None:
+    """TensorRT versions whose QDP plugins do not work (``tools/known_bugs.py``) get none."""
+    trt, _ = _trt()
+    reason = known_bugs.qdp_refusal(trt.__version__)
+    if reason is not None:
+        raise PluginError(f"{where}: cannot define a TensorRT plugin: {reason}")
 
 
 def check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire, ...]:
@@ -251,9 +259,9 @@ def check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire
         if a.type in (str, bytes, bool):
             out.append(_Wire(a, a.type))
             continue
-        trt_v, np_v, trt_s, np_s = _versions()
+        trt_s, np_s = _versions()
         if a.type in (int, float):
-            if trt_v < (11, 2) and np_v >= (2, 4):
+            if known_bugs.numpy_scalar_attrs_broken(trt_s, np_s):
                 if a.str_fallback:
                     out.append(_Wire(a, str, as_str=True))
                     continue
@@ -264,7 +272,7 @@ def check_attributes(attributes: Sequence[Attribute], where: str) -> tuple[_Wire
             out.append(_Wire(a, a.type))
             continue
         if a.type is list and a.item in (int, float):
-            if trt_v < (11, 3):
+            if known_bugs.list_attrs_broken(trt_s):
                 raise PluginError(
                     f"{where}: attribute {a.name!r} is a list of {a.item.__name__}: tensorrt.plugin {trt_s} cannot "
                     f"carry list (NumPy array) attributes with NumPy {np_s} (TensorRT 11.3 can); pass the values "
@@ -367,6 +375,7 @@ def define(
     with _lock:
         entry = _entries.get(name)
         if entry is None:
+            refuse_broken_qdp(f"{NAMESPACE}::{name}")
             entry = _new_entry(name, plugin, list(input_metas), output_fn, dtypes, attributes, n_outputs)
             entry.input_names = list(input_names) if input_names is not None else None
             _define_trtp(entry)
