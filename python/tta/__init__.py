@@ -19,6 +19,7 @@ from .errors import (
     AnnotationError,
     EagerFallbackWarning,
     GraphError,
+    MissingPackageError,
     PackageRuntimeWarning,
     PluginError,
     RegionRefusedError,
@@ -51,7 +52,7 @@ _LAZY = {
     "triton": "specs",
 }
 
-_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "PackageRuntimeWarning", "PluginError", "RegionRefusedError",
+_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "MissingPackageError", "PackageRuntimeWarning", "PluginError", "RegionRefusedError",
            "RegionRefusedWarning", "TTAError"]
 __all__ = sorted([*_ERRORS, *_LAZY])
 

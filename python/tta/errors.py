@@ -52,3 +52,9 @@ class PackageRuntimeWarning(UserWarning):
 
 class EagerFallbackWarning(UserWarning):
     """A ``tta::<op>`` ran its region body instead of the plugin's kernel on CUDA inputs."""
+
+
+class MissingPackageError(TTAError, ImportError):
+    """A package a tta feature needs is not installed (or does not import) in this Python; the
+    message says which, how to install it and into which environment. Also an ``ImportError``,
+    so code that guards an optional import keeps working."""

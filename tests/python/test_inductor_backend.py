@@ -79,7 +79,7 @@ def test_inductor_receives_the_user_kernels(name, kernels):
     case = models.by_name(name)
     model = case.model(torch.bfloat16, "cpu")
     example = case.inputs(2, torch.bfloat16, "cpu")
-    program, report = _lowered(model, example, case.dynamic_shapes(), None, False, "inductor")
+    program, report = _lowered(model, example, case.dynamic_shapes(), None, False, "inductor", triton_on_cpu=True)
     assert [r.runs for r in report.regions] == [lowering.USER_KERNEL] * case.n_regions, str(report)
     targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
     assert not any(t.startswith("tta.") for t in targets) and sum(t.startswith("tta_triton.") for t in targets) >= 1
@@ -105,7 +105,8 @@ _INTERPRETED = textwrap.dedent(
     for name in ("residual", "llama"):
         case = models.by_name(name)
         model = case.model(torch.bfloat16, "cpu")
-        program, report = _lowered(model, case.inputs(2, torch.bfloat16, "cpu"), case.dynamic_shapes(), None, False, "inductor")
+        program, report = _lowered(model, case.inputs(2, torch.bfloat16, "cpu"), case.dynamic_shapes(), None, False, "inductor",
+                                   triton_on_cpu=True)
         run = program.module()
         for b in (1, 3, 5):
             x = case.inputs(b, torch.bfloat16, "cpu")
@@ -344,7 +345,7 @@ def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
 
     model = Norm().to(torch.bfloat16)
     x = torch.randn(2, 5, cols, dtype=torch.bfloat16)
-    program, _ = _lowered(model, (x,), ({0: torch.export.Dim("batch", min=1, max=64)},), None, False, "inductor")
+    program, _ = _lowered(model, (x,), ({0: torch.export.Dim("batch", min=1, max=64)},), None, False, "inductor", triton_on_cpu=True)
     gm = _graph_inductor_receives(program.module(), torch.randn(3, 5, cols, dtype=torch.bfloat16))
     calls = [n for n in gm.graph.nodes if "triton_kernel_wrapper" in str(n.target)]
     assert len(calls) == 1

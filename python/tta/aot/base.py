@@ -85,12 +85,8 @@ def symbol_values(input_shapes: Sequence[Sequence[int]]) -> dict[str, int]:
 
 def guards_hold(guards: Sequence[str], env: dict[str, int]) -> bool:
     """Whether the conditions a kernel was compiled under (``meta["guards"]``, e.g.
-    ``"i0_1 <= 1024"``, as sympy prints them) hold for these symbol values."""
-    if not guards:
-        return True
-    import sympy
-    from torch.utils._sympy import functions as F
+    ``"i0_1 <= 1024"``, as sympy prints them) hold for these symbol values (``guards.py``:
+    bitwise functions and ``next_power_of_2`` chains included)."""
+    from .guards import parse
 
-    scope = {name: getattr(F, name) for name in ("FloorDiv", "CeilDiv", "Mod", "PythonMod", "Max", "Min") if hasattr(F, name)}
-    scope.update({k: sympy.Integer(v) for k, v in env.items()})
-    return all(bool(sympy.parse_expr(g, local_dict=scope)) for g in guards)
+    return all(parse(g).holds(env) for g in guards)

@@ -17,14 +17,16 @@ import functools
 import hashlib
 import multiprocessing
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..cache import Cache, digest
+from ..dtypes import dtype_name
 from ..errors import PluginError
 from ..identity import qualified_name, reachable_code, source_digest
-from .base import CompiledKernel
+from .base import CompiledKernel, input_symbol
 from .driver import backend, compile_spec
 from .progress import Progress
 from .session import TensorType
@@ -259,11 +261,69 @@ def compile_plugin(
     return compile_specs(plugin.kernels, input_metas, out, sm=sm, max_ptx=max_ptx, **kw)
 
 
-def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, **options: Any) -> dict[str, list[CompiledKernel]]:
+def export_ranges(program: Any) -> dict[str, tuple[int, int | None]]:
+    """The sizes export proved for each symbol of ``program`` (an ``ExportedProgram``; anything
+    else has none): symbol text -> (min, max), max None when unbounded."""
+    out: dict[str, tuple[int, int | None]] = {}
+    for sym, vr in (getattr(program, "range_constraints", None) or {}).items():
+        if not getattr(sym, "is_Symbol", False):
+            continue
+        try:
+            lo = int(vr.lower)
+        except (TypeError, ValueError):
+            lo = 0
+        try:
+            hi = int(vr.upper) if vr.upper.is_finite else None
+        except (TypeError, ValueError, AttributeError):
+            hi = None
+        out[str(sym)] = (max(lo, 0), hi)
+    return out
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def region_input_types(ports: Sequence[Any], ranges: dict[str, tuple[int, int | None]] | None = None) -> list[TensorType]:
+    """The kernel's input types for a region's tensor ports, with the shapes as export proved
+    them: a dim whose symbol an earlier dim already has (export unified them, e.g. two inputs
+    of one batch) is that dim (``"i0_0"``), one that is an expression over earlier dims' symbols
+    (``2*s0``) says so, and every other symbolic dim is dynamic with its own symbol and the
+    range export proved for it (``ranges``: symbol text -> (min, max))."""
+    ranges = ranges or {}
+    seen: dict[str, str] = {}  # export dim text -> the i{k}_{j} it first appeared as
+    out = []
+    for k, p in enumerate(ports):
+        dims: list[int | str | None] = []
+        dim_ranges: list[tuple[int, int | None] | None] = []
+        for j, d in enumerate(p.shape):
+            if isinstance(d, int):
+                dims.append(d), dim_ranges.append(None)
+                continue
+            text = str(d)
+            if text in seen:
+                dims.append(seen[text]), dim_ranges.append(None)
+                continue
+            names = set(_NAME.findall(text)) - _EXPR_FUNCS
+            if names and names <= set(seen) and not _NAME.fullmatch(text):
+                dims.append(_NAME.sub(lambda m: seen.get(m.group(0), m.group(0)), text)), dim_ranges.append(None)
+                continue
+            seen[text] = input_symbol(k, j)
+            dims.append(None), dim_ranges.append(ranges.get(text) if _NAME.fullmatch(text) else None)
+        has_ranges = any(r is not None for r in dim_ranges)
+        out.append(TensorType(dtype_name(p.dtype), tuple(dims), tuple(dim_ranges) if has_ranges else None))
+    return out
+
+
+_EXPR_FUNCS = {"FloorDiv", "CeilDiv", "Mod", "Max", "Min"}
+
+
+def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, ranges: dict | None = None,
+                    **options: Any) -> dict[str, list[CompiledKernel]]:
     """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled
     ahead of time for the region's signature: one ``CompiledKernel`` per (kernel spec, config);
-    dims that are symbolic in the graph stay dynamic. Returns op name -> kernels (ops whose
-    plugin has no kernels are left out)."""
+    dims that are symbolic in the graph stay dynamic, dims export unified share one symbol, and
+    ``ranges`` (``export_ranges``: the sizes export proved per symbol) bound them. Returns op
+    name -> kernels (ops whose plugin has no kernels are left out)."""
     from .. import ops
     from ..plugin import lookup
 
@@ -274,7 +334,7 @@ def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 
             continue
         if not all(p.is_tensor for p in r.inputs):
             raise PluginError(f"{r.op}: a kernel plugin takes tensors only; region {r.id} also reads integers")
-        metas = [TensorType.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in r.inputs]
+        metas = region_input_types(r.inputs, ranges)
         outputs = plugin.meta_impl or ops.body_of(r.op)
         out[r.op] = compile_plugin(plugin, metas, outputs, sm=sm, max_ptx=max_ptx, **options)
     return out

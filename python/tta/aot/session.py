@@ -42,10 +42,15 @@ class TensorType:
     (static), or the name of an earlier input's symbol or an expression over such symbols
     (``"i0_1"``, ``"2*i0_1"``: a size the caller knows is that one). For outputs, each dim is an ``int`` or an expression string over input symbols
     (e.g. ``"i0_0*i0_1"``).
+
+    ``ranges``: per dim, the sizes it may take, ``(min, max)`` (max None: unbounded), as export
+    proved them, or None (dims with a symbol of their own only). A compile-time constant
+    computed from shapes is accepted when it is one value over these ranges (``ranges.py``).
     """
 
     dtype: str
     shape: tuple[int | str | None, ...]
+    ranges: tuple[tuple[int, int | None] | None, ...] | None = None
 
     @staticmethod
     def make(dtype: torch.dtype | str, shape: Iterable[int | str | None]) -> "TensorType":
@@ -56,7 +61,8 @@ class TensorType:
         return TensorType(dtype_name(dtype), (None,) * rank)
 
     def key(self) -> list:
-        return [self.dtype, list(self.shape)]
+        base = [self.dtype, list(self.shape)]
+        return base if self.ranges is None else base + [[list(r) if r else None for r in self.ranges]]
 
 
 def canonical(text: str) -> str:
@@ -74,6 +80,8 @@ class Session:
         self.hints: dict[str, int] = {}
         self.input_metas = tuple(input_metas)
         self._by_name: dict[str, torch.SymInt] = {}
+        self.ranges: dict[str, tuple[int, int | None]] = {}  # i{k}_{j} -> sizes export proved
+        self._range_guards: list[str] = []
         primes = iter(_PRIMES)
         self.inputs: list[torch.Tensor] = []
         with self.mode:
@@ -93,6 +101,8 @@ class Session:
                         except StopIteration:
                             raise PluginError(f"too many dynamic dimensions (more than {len(_PRIMES)})") from None
                         dims.append(self._symbol(input_symbol(k, j), hint))
+                        if meta.ranges is not None and j < len(meta.ranges) and meta.ranges[j] is not None:
+                            self.ranges[input_symbol(k, j)] = tuple(meta.ranges[j])
                     elif isinstance(d, int) and d >= 0:
                         dims.append(d)
                     else:
@@ -207,14 +217,44 @@ class Session:
         }
 
     def guards(self) -> list[str]:
-        """Conditions on input dims the launch code relied on (since ``mark()``)."""
+        """Conditions on input dims the launch code relied on (since ``mark()``), and the ranges
+        a constant computed from shapes was proven over. Each must be one ``guards.py`` can
+        evaluate for other sizes (TensorRT's profiles, the Inductor path's kernel choice)."""
+        from .guards import GuardError, parse
+
         out = []
         for g in self.env.guards[self._guards_before :]:
             out.append(str(self.rename(g.expr)))
+        out += [g for g in self._range_guards if g not in out]
+        for g in out:
+            try:
+                parse(g)
+            except GuardError as e:
+                raise PluginError(f"the launch code relied on a condition tta cannot check for other sizes: {e}") from None
         return out
 
     def mark(self) -> None:
         self._guards_before = len(self.env.guards)
+        self._range_guards = []
+
+    def constant_over_ranges(self, value: torch.SymInt) -> int | None:
+        """The value of a size expression that is one number over the ranges export proved for
+        the dims it reads (``ranges.py``); the kernel then holds only there, so those ranges
+        become guards. None when it varies or a dim it reads has no range."""
+        from .ranges import constant_over
+
+        e = self.rename(value.node.expr)
+        by_name = {str(s): s for s in self._names.values()}
+        ranges = {by_name[n]: r for n, r in self.ranges.items() if n in by_name}
+        c = constant_over(e, ranges)
+        if c is None:
+            return None
+        for sym in sorted(e.free_symbols, key=str):
+            lo, hi = self.ranges[str(sym)]
+            self._range_guards.append(f"{sym} >= {lo}")
+            if hi is not None:
+                self._range_guards.append(f"{sym} <= {hi}")
+        return c
 
     # -- tensor roles -------------------------------------------------------------------------
 
@@ -255,8 +295,14 @@ class Session:
         if isinstance(v, torch.SymInt):
             c = constant_int(v)
             if c is None:
+                c = self.constant_over_ranges(v)
+            if c is None:
+                within = ""
+                if self.ranges:
+                    within = " (it is not one value over the sizes export allows: " + ", ".join(
+                        f"{n} in [{lo}, {'inf' if hi is None else hi}]" for n, (lo, hi) in sorted(self.ranges.items())) + ")"
                 raise PluginError(
-                    f"{here}: {what} parameter {name!r} gets {self.expr(v)}, which depends on input shapes; "
+                    f"{here}: {what} parameter {name!r} gets {self.expr(v)}, which depends on input shapes{within}; "
                     f"a {what} is compiled in, so it must come from {where_from} (one kernel serves every shape)"
                 )
             return c

@@ -42,16 +42,22 @@ def _params(kernel: Any) -> list[tuple[str, bool]]:
     return out
 
 
-def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str]) -> Any:
+def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str], own_name: bool = True) -> Any:
     """A ``triton.jit`` kernel with ``kernel``'s parameters minus ``floats``, calling ``kernel``
-    with each float bound to its value. ``constexprs``: parameters compiled in as constants."""
+    with each float bound to its value. ``constexprs``: parameters compiled in as constants.
+
+    ``own_name``: the new kernel has the original's name (the PTX entry tta hands TensorRT) and
+    calls it under another. Otherwise (Inductor, which copies a kernel's source and that of the
+    kernels it calls, each under its own name, into its generated module) the new kernel is
+    named ``<name>_fp32_bound`` and calls the original by the original's name."""
     import triton
     import triton.language as tl
 
-    key = (id(kernel), tuple(sorted(floats.items())), tuple(sorted(constexprs)))
+    key = (id(kernel), tuple(sorted(floats.items())), tuple(sorted(constexprs)), own_name)
     if key in _made:
         return _made[key][1]
     name = kernel.fn.__name__
+    callee = "_tta_kernel" if own_name else name
     params, args = [], []
     for pname, is_constexpr in _params(kernel):
         if pname in floats:
@@ -59,10 +65,11 @@ def bind_floats(kernel: Any, floats: dict[str, float], constexprs: set[str]) -> 
             continue
         params.append(f"{pname}: tl.constexpr" if is_constexpr or pname in constexprs else pname)
         args.append(pname)
-    src = f"def {name}({', '.join(params)}):\n    _tta_kernel({', '.join(args)})\n"
+    own = name if own_name else f"{name}_fp32_bound"
+    src = f"def {own}({', '.join(params)}):\n    {callee}({', '.join(args)})\n"
     # Triton reads the kernel's source back (inspect.getsource): register it under its own name.
     label = f"{name} with {', '.join(f'{k}={v!r}' for k, v in sorted(floats.items()))}"
-    scope = {"tl": tl, "_tta_kernel": kernel, "__name__": getattr(kernel, "__module__", "tta_specialized")}
-    fn = triton.jit(codegen.define(src, name, scope, label))
+    scope = {"tl": tl, callee: kernel, "__name__": getattr(kernel, "__module__", "tta_specialized")}
+    fn = triton.jit(codegen.define(src, own, scope, label))
     _made[key] = (kernel, fn)  # keeps ``kernel`` alive so its id stays unique
     return fn

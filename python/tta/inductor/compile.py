@@ -39,11 +39,11 @@ def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, ba
 
 
 def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, kernels: Any = None,
-             max_ptx: int | None = 90) -> tuple[ExportedProgram, BackendReport]:
+             max_ptx: int | None = 90, triton_on_cpu: bool = False) -> tuple[ExportedProgram, BackendReport]:
     from .kernel_bundle import as_bundle
 
     result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend)
-    return lower(result, backend, as_bundle(kernels), max_ptx)
+    return lower(result, backend, as_bundle(kernels), max_ptx, triton_on_cpu=triton_on_cpu)
 
 
 def _for_dynamo(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

@@ -106,7 +106,15 @@ def _refresh_vals(nodes: list[torch.fx.Node], g: torch.fx.Graph) -> None:
             n.meta["val"] = n.target(*args, **kwargs)
 
 
-def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernels: dict, max_ptx: int | None) -> tuple[list | None, str | None]:
+def _devices(node: torch.fx.Node) -> set[str]:
+    return {a.meta["val"].device.type for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)}
+
+
+CPU_TRITON = "Inductor compiles Triton kernels for GPUs only"  # why a CPU program runs the region body
+
+
+def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernels: dict, max_ptx: int | None,
+                      ranges: dict | None = None) -> tuple[list | None, str | None]:
     """The compiled kernels ``tta_cubin::<op>`` would launch, or why the region body runs."""
     from .. import ops
     from ..specs import installed
@@ -116,7 +124,7 @@ def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernel
     if backend == "aot_inductor":
         return None, f"no Triton kernel (kernels: {kinds}); an AOTInductor package loads without tta, so it cannot launch their compiled artifact"
     why = cubin_ops.unavailable()
-    devices = {a.meta["val"].device.type for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)}
+    devices = _devices(node)
     if why is None and devices != {"cuda"}:
         why = f"the inputs are on {', '.join(sorted(devices)) or 'no device'}"
     if why is None:
@@ -127,15 +135,22 @@ def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernel
             from ..aot.compile import compile_kernels
 
             major, minor = torch.cuda.get_device_capability()
-            return compile_kernels([region], sm=major * 10 + minor, max_ptx=max_ptx)[op], None
+            return compile_kernels([region], sm=major * 10 + minor, max_ptx=max_ptx, ranges=ranges)[op], None
         why = f"no compiled kernels given for plugin {plugin.name!r} (kernels=) and {kinds} is not installed to compile them"
     return None, f"no Triton kernel (kernels: {kinds}); its compiled kernel cannot run here: {why}"
 
 
-def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_ptx: int | None = 90) -> tuple[ExportedProgram, BackendReport]:
+def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_ptx: int | None = 90,
+          triton_on_cpu: bool = False) -> tuple[ExportedProgram, BackendReport]:
     """A copy of ``result.program`` with every plugin op lowered for Inductor. ``kernels``:
-    compiled kernels per plugin name for plugins without a Triton kernel (``kernel_bundle``)."""
+    compiled kernels per plugin name for plugins without a Triton kernel (``kernel_bundle``).
+
+    A Triton op whose inputs are not on CUDA runs its region body: Inductor has no CPU backend
+    for Triton kernels (it would fail compiling, or with ``TRITON_INTERPRET=1`` when tracing).
+    ``triton_on_cpu``: lower it to its ``tta_triton`` op all the same (the graph a GPU would
+    get, to look at without one; eagerly it runs under ``TRITON_INTERPRET=1``)."""
     from .. import ops
+    from ..aot.compile import export_ranges
 
     program = result.program
     g = copy.deepcopy(program.graph)
@@ -148,6 +163,8 @@ def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_
         info = node.meta.get("tta", {})
         region = by_node.get(node.name)
         why = triton_ops.refusal(op)
+        if why is None and not triton_on_cpu and _devices(node) != {"cuda"}:
+            why = f"the inputs are on {', '.join(sorted(_devices(node))) or 'no device'}: {CPU_TRITON}"
         runs, kernel_backend = USER_KERNEL, "triton"
         if why is None:
             node.target = triton_ops.ensure_triton_op(op)
@@ -155,7 +172,7 @@ def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_
             compiled = None
             plugin = ops.signature_of(op)[2] if ops.signature_of(op) else None
             if why.startswith(triton_ops.NO_TRITON) and plugin is not None and plugin.kernels:
-                compiled, why = _compiled_kernels(op, node, region, backend, kernels or {}, max_ptx)
+                compiled, why = _compiled_kernels(op, node, region, backend, kernels or {}, max_ptx, export_ranges(program))
             if compiled is not None:
                 node.target = cubin_ops.ensure_cubin_op(op, compiled)
                 runs, kernel_backend = COMPILED_KERNEL, compiled[0].backend

@@ -22,6 +22,7 @@ from ..core import Port
 from ..errors import PluginError
 from ..plugin import Plugin
 from ..specs import KernelSpec, installed
+from . import triton_floats
 
 NAMESPACE = "tta_triton"
 NO_TRITON = "no Triton kernel"  # how a refusal for want of a Triton kernel begins
@@ -45,7 +46,8 @@ def _route_through_wrap_triton(original):
         # Only while a tta_triton op's body runs in this thread, and only when torch traces
         # (eager calls have wrap_triton disabled and must launch the kernel directly).
         if getattr(_routing, "depth", 0) and is_wrap_triton_enabled():
-            return torch.library.wrap_triton(self)[grid]
+            # Run-time floats bound as fp32 constants, as on the AOT path (triton_floats.py).
+            return triton_floats.launch(self, grid)
         return original(self, grid)
 
     return getitem

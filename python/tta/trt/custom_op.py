@@ -143,10 +143,14 @@ def custom_op(
     What tta cannot honour is refused, never ignored: ``requires_output_allocator=True``
     (data-dependent outputs), ``use_aot_if_available=False`` (the plugin is always AOT) and
     ``_aot_register`` (tta registers the ``aot_impl`` itself)."""
+    from ..packages import require
     from ..plugin import check_kernels
 
     sig = custom_op_schema.signature(op_name)
     where = f"tta.custom_op({op_name!r})"
+    # What it makes, a Torch-TensorRT converter and a TensorRT AOT plugin, needs both packages.
+    # (The plugin alone, for TensorRT's own network API: tta.trt.qdp.define.)
+    require(("torch_tensorrt", "tensorrt", "tensorrt.plugin"), where)
     if kernel is None:
         given = "" if capability_validator is None or callable(capability_validator) else (
             f" (the second positional argument is capability_validator, as in Torch-TensorRT; got {capability_validator!r})"
@@ -197,14 +201,9 @@ def custom_op(
             )
         entry = CustomOp(signature=sig, kernels=kernels, converter=converter)
         _ops[op_name] = entry
-    import importlib.util
+    from . import converter as trt_converter
 
-    # Without Torch-TensorRT there is no converter to register; the plugins still serve
-    # TensorRT's own network API (``trtp.op.tta.<variant>``, ``CustomOp.plugin_name``).
-    if importlib.util.find_spec("torch_tensorrt") is not None:
-        from . import converter as trt_converter
-
-        trt_converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
+    trt_converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
     return entry
 
 

@@ -7,8 +7,8 @@ TensorRT reserves 0 for "default tactic", and custom tactics must be positive.
 A kernel compiled under guards (conditions on input dims its launch code relied on, e.g.
 ``i0_1 <= 1024``) may be offered only when the guards hold for every shape the profile
 allows: checked at every corner of the range box, which is exact for conditions monotonic in
-each dimension; conditions that are not (modulo) are checked at every point of small boxes and
-otherwise treated as not proven.
+each dimension; conditions that are not (modulo, bitwise functions, ``Ne``: ``aot/guards.py``)
+are checked at every point of small boxes and otherwise treated as not proven.
 """
 
 from __future__ import annotations
@@ -43,31 +43,14 @@ def tactic_ids(keys: Sequence[tuple[str, str, dict]]) -> list[int]:
     return out
 
 
-def _parse(guard: str, names: Sequence[str]):
-    import sympy
-    from torch.utils._sympy import functions as F
-
-    scope = {n: getattr(F, n) for n in ("FloorDiv", "CeilDiv", "Mod", "PythonMod", "Max", "Min") if hasattr(F, n)}
-    scope.update({n: sympy.Symbol(n, integer=True) for n in names})
-    return sympy.parse_expr(guard, local_dict=scope)
-
-
-def _non_monotonic(expr) -> bool:
-    from torch.utils._sympy import functions as F
-
-    kinds = tuple(getattr(F, n) for n in ("Mod", "PythonMod") if hasattr(F, n))
-    import sympy
-
-    return bool(expr.atoms(sympy.Mod)) or any(isinstance(a, kinds) for a in sympy.preorder_traversal(expr))
-
-
 def guard_over(guard: str, ranges: dict[str, tuple[int, int]]) -> tuple[bool, dict[str, int] | None]:
     """Whether ``guard`` holds for every value of its symbols in ``ranges`` (inclusive); when
-    not, a witness assignment (or None when it could not be proven either way)."""
-    import sympy
+    not, a witness assignment (or None when it could not be proven either way). The guard is
+    read by ``aot/guards.py`` (bitwise functions and ``next_power_of_2`` chains included)."""
+    from ..aot.guards import parse
 
-    expr = _parse(guard, list(ranges))
-    free = sorted(str(s) for s in expr.free_symbols)
+    g = parse(guard)
+    free = sorted(g.symbols)
     missing = [s for s in free if s not in ranges]
     if missing:
         raise KeyError(f"guard {guard!r} mentions {missing}, which have no range")
@@ -75,17 +58,16 @@ def guard_over(guard: str, ranges: dict[str, tuple[int, int]]) -> tuple[bool, di
     for s in free:
         lo, hi = ranges[s]
         size *= hi - lo + 1
-    if _non_monotonic(expr) and size > _EXHAUSTIVE_LIMIT:
+    if not g.monotone and size > _EXHAUSTIVE_LIMIT:
         return False, None
     points = (
         itertools.product(*(range(ranges[s][0], ranges[s][1] + 1) for s in free))
         if size <= _EXHAUSTIVE_LIMIT
         else itertools.product(*(sorted({ranges[s][0], ranges[s][1]}) for s in free))
     )
-    syms = {s: sympy.Symbol(s, integer=True) for s in free}
     for point in points:
         env = dict(zip(free, point))
-        if not bool(expr.xreplace({syms[s]: sympy.Integer(v) for s, v in env.items()})):
+        if not g.holds(env):
             return False, env
     return True, None
 
