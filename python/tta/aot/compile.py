@@ -259,6 +259,12 @@ def compile_plugin(
     return compile_specs(plugin.kernels, input_metas, out, sm=sm, max_ptx=max_ptx, **kw)
 
 
+def region_input_metas(region: Any) -> list[TensorType]:
+    """The kernel's input types for an outlined region (``RegionReport``): its ports' dtypes,
+    static dims kept, every symbolic dim dynamic. ``tta.check`` records with the same types."""
+    return [TensorType.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in region.inputs]
+
+
 def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, **options: Any) -> dict[str, list[CompiledKernel]]:
     """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled
     ahead of time for the region's signature: one ``CompiledKernel`` per (kernel spec, config);
@@ -274,7 +280,7 @@ def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 
             continue
         if not all(p.is_tensor for p in r.inputs):
             raise PluginError(f"{r.op}: a kernel plugin takes tensors only; region {r.id} also reads integers")
-        metas = [TensorType.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in r.inputs]
+        metas = region_input_metas(r)
         outputs = plugin.meta_impl or ops.body_of(r.op)
         out[r.op] = compile_plugin(plugin, metas, outputs, sm=sm, max_ptx=max_ptx, **options)
     return out

@@ -1,0 +1,220 @@
+"""How ``tta.check`` runs a kernel: one ``Launch`` per (config, size), run in one batch.
+
+* On a GPU: the compiled artifact TensorRT would receive, loaded and launched as TensorRT's AOT
+  plugin runtime does (``gpu/driver.py``: cuModuleLoadData, cuLaunchKernel with input
+  pointers, int32 extras, output pointers).
+* On a CPU: a Triton kernel under Triton's interpreter, with every kernel parameter bound as
+  the plugin binds it (the recorded plan: which port each pointer is, each int32 extra's shape
+  expression, each compiled-in constant), on CPU tensors. All launches of one check run in one
+  forked child: the interpreter patches ``triton.language`` while it runs (other threads of
+  this process keep the real one), and a kernel that reads out of bounds kills the child, not
+  the caller. The outputs are in shared memory, so the child's writes come back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from . import core
+from .aot.base import symbol_values
+
+_MAX_MESSAGE = 1500
+
+
+@dataclass
+class Launch:
+    """One kernel run on concrete inputs into ``outputs`` (allocated by the caller)."""
+
+    inputs: list[torch.Tensor]
+    outputs: list[torch.Tensor]
+    compiled: Any = None  # CompiledKernel (GPU)
+    kernel: Any = None  # triton JITFunction (interpreter)
+    args: dict = field(default_factory=dict)  # interpreter: parameter name -> value
+    grid: tuple = ()
+
+
+def triton_launch(plan: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> Launch:
+    """The interpreter's launch of a recorded Triton plan: each kernel parameter gets what the
+    TensorRT plugin gives the compiled kernel (``aot/triton.py``, ``Param`` roles)."""
+    env = symbol_values([tuple(t.shape) for t in inputs])
+    args: dict[str, Any] = {}
+    for p in plan.params:
+        if p.role == "input":
+            args[p.name] = inputs[p.index]
+        elif p.role == "output":
+            args[p.name] = outputs[p.index]
+        elif p.role == "extra":
+            args[p.name] = core.eval_expr(p.value, env)
+        else:  # compiled in: a constexpr, a constant int, a float bound as fp32
+            args[p.name] = p.value
+    grid = tuple(core.eval_expr(g, env) for g in plan.grid)
+    return Launch(list(inputs), list(outputs), kernel=plan.kernel, args=args, grid=grid)
+
+
+# -- GPU -------------------------------------------------------------------------------------
+
+
+def run_on_gpu(launches: Sequence[Launch]) -> list[str | None]:
+    """Launch each compiled artifact; per launch None or what went wrong."""
+    from .gpu.driver import Loaded
+
+    loaded: dict[int, Any] = {}
+    out: list[str | None] = []
+    for launch in launches:
+        k = launch.compiled
+        try:
+            if id(k) not in loaded:
+                loaded[id(k)] = Loaded(k)
+            run = loaded[id(k)]
+            grid, extras, _ = run.plan(launch.inputs)
+            run.launch(launch.inputs, launch.outputs, grid, extras)
+            torch.cuda.synchronize()
+            out.append(None)
+        except Exception as e:
+            out.append(_text(e))
+    return out
+
+
+# -- Triton's interpreter --------------------------------------------------------------------
+
+_in_process_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _interpreting():
+    """While active, a ``@triton.jit`` function called from an interpreted kernel is
+    interpreted too (with ``TRITON_INTERPRET=1`` set at import, Triton would have made every
+    one an InterpretedFunction; here they are ordinary JITFunctions)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    wrapped: dict[int, Any] = {}
+    patched: set[int] = set()  # the triton.language modules the current launch patched
+    original = JITFunction.__call__
+
+    def call(self, *args, **kwargs):
+        f = wrapped.get(id(self))
+        if f is None:
+            f = wrapped[id(self)] = InterpretedFunction(self.fn)
+        if _lang_modules(self.fn) <= patched:
+            # The kernel's launch patched these modules already: skip the interpreter's
+            # per-call re-patching (a fifth of the run time of a small kernel).
+            return f.rewrite()(*args, **kwargs)
+        return f(*args, **kwargs)
+
+    JITFunction.__call__ = call
+    try:
+        yield InterpretedFunction, patched
+    finally:
+        JITFunction.__call__ = original
+
+
+def _run_all(launches: Sequence[Launch], report) -> None:
+    with _interpreting() as (InterpretedFunction, patched):
+        for i, launch in enumerate(launches):
+            patched.clear()
+            patched.update(_lang_modules(launch.kernel.fn))
+            try:
+                InterpretedFunction(launch.kernel.fn)[launch.grid](**launch.args)
+                report(i, None)
+            except BaseException as e:  # noqa: BLE001 - whatever the kernel raised is the answer
+                report(i, _text(e))
+
+
+def run_interpreted(launches: Sequence[Launch], timeout: float = 300.0) -> list[str | None]:
+    """Every launch under Triton's interpreter, in one forked child (in this process where
+    fork is unsafe: no ``os.fork``, or CUDA already initialised); per launch None or what went
+    wrong."""
+    if not launches:
+        return []
+    if not hasattr(os, "fork") or _cuda_initialized():
+        results: list[str | None] = [None] * len(launches)
+        with _in_process_lock:
+            _run_all(launches, lambda i, err: results.__setitem__(i, err))
+        return results
+    for launch in launches:
+        for t in launch.outputs:
+            t.share_memory_()
+    return _forked(launches, timeout)
+
+
+def _forked(launches: Sequence[Launch], timeout: float) -> list[str | None]:
+    results: list[str | None] = [None] * len(launches)
+    done = [False] * len(launches)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, report each launch as one JSON line, never return
+        try:
+            os.close(r)
+            torch.set_num_threads(1)
+
+            def report(i, err):
+                os.write(w, (json.dumps({"i": i, "error": err}) + "\n").encode())
+
+            _run_all(launches, report)
+        finally:
+            os._exit(0)
+    os.close(w)
+    buf, deadline, timed_out = b"", time.monotonic() + timeout, False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+                break
+            ready, _, _ = select.select([r], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                msg = json.loads(line)
+                results[msg["i"]], done[msg["i"]] = msg["error"], True
+    finally:
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+    if not all(done):
+        if timed_out:
+            why = f"the interpreter ran past {timeout:.0f}s"
+        elif os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            why = f"the interpreter process died of {signal.Signals(sig).name} (an access outside a buffer?)"
+        else:
+            why = f"the interpreter process exited with status {os.WEXITSTATUS(status)}"
+        first = done.index(False)
+        for i in range(first, len(launches)):
+            if not done[i]:
+                results[i] = why if i == first else f"not run: {why} in an earlier launch"
+    return results
+
+
+def _lang_modules(fn) -> set[int]:
+    import triton.language as tl
+
+    return {id(v) for v in fn.__globals__.values() if v is tl or v is tl.core}
+
+
+def _cuda_initialized() -> bool:
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def _text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + " ..."

@@ -1,0 +1,243 @@
+"""tta.check_kernels: every plugin's kernel run against the region it replaces (issue 27 item 1).
+
+On the CPU, Triton kernels run under Triton's interpreter with their parameters bound as the
+TensorRT plugin binds them; cuTile/CuTeDSL kernels are reported as not run. The GPU tests (marked
+``gpu``) launch the compiled artifact TensorRT would receive."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+import check_cases as cc
+import tta
+from tta import check_inputs
+from tta.check_report import FAIL, NOT_RUN, PASS
+from tta.errors import KernelCheckError
+
+
+def _rewrite(model, x, *static, batch_max: int = 64):
+    """The rewrite of ``model(x, *static)`` exported with ``x``'s dim 0 dynamic."""
+    b = torch.export.Dim("b", min=1, max=batch_max)
+    ep = torch.export.export(model, (x, *static), dynamic_shapes=({0: b}, *(None for _ in static)))
+    return tta.rewrite(ep)
+
+
+def _add_rmsnorm(plugin, dtype=torch.bfloat16):
+    torch.manual_seed(0)
+    return cc.AddRMSNorm(plugin).to(dtype), torch.randn(2, 5, 48, dtype=dtype)
+
+
+def test_a_correct_kernel_passes_under_the_interpreter():
+    model, x = _add_rmsnorm(cc.TTA_ORDER)
+    report = _rewrite(model, x).check_kernels(cache=False, device="cpu")
+    assert report.ok and report.device == "cpu", report
+    (region,) = report.regions
+    assert region.outputs == ["add", "type_as"]
+    assert len(region.configs) == len(cc.CONFIGS)
+    for config in region.configs:
+        assert config.how == "Triton interpreter"
+        assert [s.status for s in config.sizes] == [PASS, PASS], report
+        batches = [s.sizes["s77"] if "s77" in s.sizes else next(iter(s.sizes.values())) for s in config.sizes]
+        assert len(set(batches)) == 2 and all(1 <= b <= 64 for b in batches)
+        assert all(s.max_error is not None and s.max_error < 0.1 for s in config.sizes)
+    assert "Triton interpreter" in repr(report) and "pass" in repr(report)
+
+
+def test_outputs_taken_in_another_order_are_caught_with_the_order_hint():
+    """Issue 27: the launch function takes (y, h), tta passes (h, y); one shape and dtype, so
+    nothing else notices."""
+    model, x = _add_rmsnorm(cc.USER_ORDER)
+    result = _rewrite(model, x)
+    with pytest.raises(KernelCheckError) as info:
+        result.check_kernels(cache=False, device="cpu")
+    msg = str(info.value)
+    region = result.outlined[0]
+    assert region.id in msg and "check_cases.py:" in msg and info.value.source == region.source
+    assert "BLOCK=64" in msg and "output 'add'" in msg
+    assert "seems to take outputs in another order: tta passes (add, type_as) to its parameters (y, h)" in msg
+    assert info.value.max_error > 1.0
+    report = info.value.report
+    assert all(s.status == FAIL for c in report.regions[0].configs for s in c.sizes)
+    # Not raising: the same findings, as a report.
+    again = result.check_kernels(cache=False, device="cpu", raise_on_mismatch=False)
+    assert not again.ok and len(again.failures) == 4
+
+
+def test_a_kernel_that_computes_the_wrong_thing_is_caught():
+    plugin = cc.add_relu_plugin(cc.launch_add, [{"BLOCK": 128, "RELU": False}], "check_add_no_relu")
+    result = _rewrite(cc.AddRelu(plugin), torch.randn(3, 40), torch.randn(40))
+    with pytest.raises(KernelCheckError) as info:
+        result.check_kernels(cache=False, device="cpu")
+    msg = str(info.value)
+    assert "RELU=False" in msg and f"output {result.outlined[0].outputs[0].name!r}" in msg
+    assert "another order" not in msg  # one output: nothing to reorder
+
+
+def test_elements_a_kernel_never_writes_are_caught():
+    plugin = cc.add_relu_plugin(cc.launch_add_first_block_only, [{"BLOCK": 64}], "check_add_first_block")
+    result = _rewrite(cc.AddRelu(plugin), torch.randn(3, 40), torch.randn(40))
+    report = result.check_kernels(cache=False, device="cpu", raise_on_mismatch=False)
+    # 1 x 40 fits one block; larger batches leave elements unwritten (the buffers start as NaN).
+    statuses = [s.status for s in report.regions[0].configs[0].sizes]
+    assert FAIL in statuses, report
+    assert any(s.max_error == float("inf") for s in report.regions[0].configs[0].sizes)
+
+
+def test_cutile_and_cutedsl_kernels_on_a_cpu_are_reported_not_run():
+    def launch_tile(x, y, out, *, TILE=128):  # never called: nothing interprets it on a CPU
+        raise AssertionError("a cuTile launch function must not run on the CPU")
+
+    plugin = tta.custom_plugin(
+        kernel=[tta.cutile(launch_tile, configs=[{"TILE": 128}]), tta.cutedsl(launch_tile, configs=[{}]),
+                tta.triton(cc.launch_add, configs=[{"BLOCK": 128}])],
+        name="check_three_dsls",
+    )
+    result = _rewrite(cc.AddRelu(plugin), torch.randn(3, 40), torch.randn(40))
+    report = result.check_kernels(cache=False, device="cpu")
+    tile, dsl, triton_ = report.regions[0].configs
+    assert (tile.how, dsl.how) == (NOT_RUN, NOT_RUN) and not tile.sizes and not dsl.sizes
+    assert "could not run: cuTile kernels have no CPU interpreter" in tile.note
+    assert "could not run: CuTeDSL kernels have no CPU interpreter" in dsl.note
+    assert any("cuTile kernels were not run" in n for n in report.notes), report.notes
+    assert [s.status for s in triton_.sizes] == [PASS, PASS] and report.ok
+    assert "not run" in repr(report)
+
+
+def test_tta_compile_checks_by_default_and_check_kernels_false_skips():
+    model, x = _add_rmsnorm(cc.USER_ORDER)
+    b = torch.export.Dim("b", min=1, max=64)
+    with pytest.raises(KernelCheckError, match="another order"):
+        tta.compile(model, (x,), ({0: b},), backend="inductor")
+    with pytest.raises(KernelCheckError, match="another order"):
+        tta.aot_compile(model, (x,), "/tmp/never-written.pt2", ({0: b},))
+    compiled = tta.compile(model, (x,), ({0: b},), backend="inductor", check_kernels=False)
+    assert compiled.tta_report.kernel_check is None
+    good, x = _add_rmsnorm(cc.TTA_ORDER)
+    compiled = tta.compile(good, (x,), ({0: b},), backend="inductor")
+    assert compiled.tta_report.kernel_check.ok
+
+
+def test_a_passing_check_is_cached(tmp_path):
+    from tta.cache import Cache
+
+    model, x = _add_rmsnorm(cc.TTA_ORDER)
+    result = _rewrite(model, x)
+    store = Cache(tmp_path)
+    first = result.check_kernels(cache=store, device="cpu")
+    t0 = time.perf_counter()
+    second = result.check_kernels(cache=store, device="cpu")
+    assert time.perf_counter() - t0 < first.seconds
+    assert not first.regions[0].cached and second.regions[0].cached and second.ok
+    assert [str(c) for c in second.regions[0].configs] == [str(c) for c in first.regions[0].configs]
+    # Another tolerance is another question: checked again.
+    third = result.check_kernels(cache=store, device="cpu", tolerances={"bfloat16": (0.05, 0.05)})
+    assert not third.regions[0].cached
+
+
+def test_sizes_stay_inside_the_ranges_and_differ_per_dim():
+    from tta.core import Port
+
+    ports = [Port(name="x", kind="tensor", dtype="float32", shape=("s0", "s1", 8)), Port(name="w", kind="tensor", dtype="float32", shape=("s1",))]
+    sets = check_inputs.size_sets(ports, {"s0": (1, 4), "s1": (16, 17)}, 2)
+    assert len(sets) == 2 and sets[0] != sets[1]
+    for env in sets:
+        assert 1 <= env["s0"] <= 4 and 16 <= env["s1"] <= 17
+    assert check_inputs.size_sets(ports[:1], {"s0": (3, 3), "s1": (5, 5)}, 2) == [{"s0": 3, "s1": 5}]
+    assert check_inputs.tolerance(torch.int32) == (0.0, 0.0)
+    assert not check_inputs.close(torch.tensor([1, 2]), torch.tensor([1, 3]))
+
+
+# -- every example kernel ----------------------------------------------------------------------
+
+
+def _example_cases():
+    from tta.examples.kernels import examples
+
+    return [pytest.param(ex, id=ex.name, marks=[pytest.mark.slow] if ex.name in _HEAVY else []) for ex in examples()]
+
+
+# Minutes under the interpreter at their test sizes: run with -m slow.
+_HEAVY = {"triton_flash_attention"}
+
+
+class _ExampleRegion(torch.nn.Module):
+    def __init__(self, ex, plugin):
+        super().__init__()
+        self.ex, self.plugin = ex, plugin
+
+    def forward(self, *xs):
+        with tta.lower_as(impl=self.plugin):
+            return self.ex.reference(*xs)
+
+
+def _env(region, inputs) -> dict:
+    env = {}
+    for port, t in zip(region.inputs, inputs):
+        for d, n in zip(port.shape, t.shape):
+            if isinstance(d, str) and d.isidentifier():
+                env[d] = int(n)
+    return env
+
+
+@pytest.mark.parametrize("ex", _example_cases())
+def test_every_example_kernel_passes_the_check(ex):
+    """The project's example kernels against their references, at their first two test sizes
+    (Triton under the interpreter; cuTile/CuTeDSL: the note that they did not run)."""
+    if not ex.buildable():
+        pytest.skip(f"{ex.name} needs {ex.requires}")
+    dtype = ex.dtypes[0]
+    inputs = ex.make_inputs(ex.test_shapes[0], dtype, "cpu")
+    dims = [{j: torch.export.Dim.AUTO for j in range(t.dim()) if (ex.static_dims or {}).get(j - t.dim()) is None} for t in inputs]
+    ep = torch.export.export(_ExampleRegion(ex, ex.plugin()), tuple(inputs), dynamic_shapes=tuple(dims))
+    result = tta.rewrite(ep)
+    (region,) = result.outlined
+    sizes = [_env(region, ex.make_inputs(s, dtype, "cpu")) for s in ex.test_shapes[:2]]
+    report = result.check_kernels(cache=False, device="cpu", sizes=sizes, tolerances=ex.tol)
+    configs = report.regions[0].configs
+    if ex.backend == "triton":
+        assert report.ok, report
+        assert all(any(s.status == PASS for s in c.sizes) for c in configs), report
+    else:
+        assert all(c.how == NOT_RUN and "could not run" in c.note for c in configs), report
+
+
+@pytest.mark.parametrize("name", ["residual", pytest.param("llama", marks=pytest.mark.slow), pytest.param("attention", marks=pytest.mark.slow)])
+def test_the_end_to_end_models_pass_the_check(name):
+    from tta.gpu import models
+
+    case = models.by_name(name)
+    model = case.model(torch.float32, "cpu")
+    ep = torch.export.export(model, case.inputs(2, torch.float32, "cpu"), dynamic_shapes=case.dynamic_shapes())
+    report = tta.rewrite(ep).check_kernels(cache=False, device="cpu")
+    assert report.ok and len(report.regions) >= 1, report
+    assert all(s.status == PASS for r in report.regions for c in r.configs for s in c.sizes), report
+
+
+# -- on the GPU: the artifact TensorRT would receive ---------------------------------------------
+
+
+@pytest.mark.gpu
+def test_gpu_the_artifact_passes_when_correct_and_the_order_bug_is_caught():
+    model, x = _add_rmsnorm(cc.TTA_ORDER)
+    report = _rewrite(model, x).check_kernels(cache=False, device="cuda")
+    assert report.ok and report.device == "cuda", report
+    assert all(c.how == "GPU artifact" and [s.status for s in c.sizes] == [PASS, PASS] for c in report.regions[0].configs), report
+    model, x = _add_rmsnorm(cc.USER_ORDER)
+    with pytest.raises(KernelCheckError, match=r"another order: tta passes \(add, type_as\) to its parameters \(y, h\)") as info:
+        _rewrite(model, x).check_kernels(cache=False, device="cuda")
+    assert "GPU artifact" in str(info.value)
+
+
+@pytest.mark.gpu
+def test_gpu_tta_compile_refuses_the_order_bug():
+    model, x = _add_rmsnorm(cc.USER_ORDER)
+    model, x = model.cuda(), x.cuda()
+    b = torch.export.Dim("b", min=1, max=64)
+    with pytest.raises(KernelCheckError, match="another order"):
+        tta.compile(model, (x,), ({0: b},), backend="inductor")
+    good, x = _add_rmsnorm(cc.TTA_ORDER)
+    compiled = tta.compile(good.cuda(), (x.cuda(),), ({0: b},), backend="inductor")
+    assert compiled.tta_report.kernel_check.ok and compiled.tta_report.kernel_check.device == "cuda"
