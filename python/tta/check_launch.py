@@ -41,6 +41,7 @@ class Launch:
     kernel: Any = None  # triton JITFunction (interpreter)
     args: dict = field(default_factory=dict)  # interpreter: parameter name -> value
     grid: tuple = ()
+    floats: tuple = ()  # run-time float parameters, bound as fp32 scalars (as the plugin binds them)
 
 
 def triton_launch(plan: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> Launch:
@@ -58,7 +59,7 @@ def triton_launch(plan: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[t
         else:  # compiled in: a constexpr, a constant int, a float bound as fp32
             args[p.name] = p.value
     grid = tuple(core.eval_expr(g, env) for g in plan.grid)
-    return Launch(list(inputs), list(outputs), kernel=plan.kernel, args=args, grid=grid)
+    return Launch(list(inputs), list(outputs), kernel=plan.kernel, args=args, grid=grid, floats=tuple(getattr(plan, "floats", {})))
 
 
 # -- GPU -------------------------------------------------------------------------------------
@@ -112,11 +113,42 @@ def _interpreting():
             return f.rewrite()(*args, **kwargs)
         return f(*args, **kwargs)
 
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    original_dot = builder.create_dot
+
+    def create_dot(self, a, b, d, *rest):
+        # The interpreter keeps bf16 as uint16 bits and multiplies those as integers; widen
+        # them to the fp32 they stand for (exact), as the GPU's tensor cores read them.
+        return original_dot(self, _widen_bf16(a), _widen_bf16(b), d, *rest)
+
     JITFunction.__call__ = call
+    builder.create_dot = create_dot
     try:
         yield InterpretedFunction, patched
     finally:
         JITFunction.__call__ = original
+        builder.create_dot = original_dot
+
+
+def _widen_bf16(h):
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    if h.dtype != tl.bfloat16:
+        return h
+    return TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
+
+
+def _fp32_scalar(v: float):
+    """A run-time float as the interpreter's fp32 scalar (what the compiled kernel gets)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    return tl.tensor(TensorHandle(np.array([v], dtype=np.float32), tl.float32), tl.float32)
 
 
 def _run_all(launches: Sequence[Launch], report) -> None:
@@ -125,7 +157,8 @@ def _run_all(launches: Sequence[Launch], report) -> None:
             patched.clear()
             patched.update(_lang_modules(launch.kernel.fn))
             try:
-                InterpretedFunction(launch.kernel.fn)[launch.grid](**launch.args)
+                args = {k: _fp32_scalar(v) if k in launch.floats else v for k, v in launch.args.items()}
+                InterpretedFunction(launch.kernel.fn)[launch.grid](**args)
                 report(i, None)
             except BaseException as e:  # noqa: BLE001 - whatever the kernel raised is the answer
                 report(i, _text(e))

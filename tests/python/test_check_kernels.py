@@ -156,11 +156,7 @@ def test_sizes_stay_inside_the_ranges_and_differ_per_dim():
 def _example_cases():
     from tta.examples.kernels import examples
 
-    return [pytest.param(ex, id=ex.name, marks=[pytest.mark.slow] if ex.name in _HEAVY else []) for ex in examples()]
-
-
-# Minutes under the interpreter at their test sizes: run with -m slow.
-_HEAVY = {"triton_flash_attention"}
+    return [pytest.param(ex, id=ex.name) for ex in examples()]
 
 
 class _ExampleRegion(torch.nn.Module):
@@ -191,8 +187,10 @@ def test_every_example_kernel_passes_the_check(ex):
     dtype = ex.dtypes[0]
     inputs = ex.make_inputs(ex.test_shapes[0], dtype, "cpu")
     dims = [{j: torch.export.Dim.AUTO for j in range(t.dim()) if (ex.static_dims or {}).get(j - t.dim()) is None} for t in inputs]
-    ep = torch.export.export(_ExampleRegion(ex, ex.plugin()), tuple(inputs), dynamic_shapes=tuple(dims))
-    result = tta.rewrite(ep)
+    ep = torch.export.export(_ExampleRegion(ex, ex.plugin()), tuple(inputs), dynamic_shapes=(tuple(dims),))
+    result = tta.rewrite(ep, on_refused="keep")
+    if result.refused and "in another order than the region" in result.refused[0].reason:
+        pytest.xfail("the reference returns its outputs in another order than the region's node order (issue 27 item 2)")
     (region,) = result.outlined
     sizes = [_env(region, ex.make_inputs(s, dtype, "cpu")) for s in ex.test_shapes[:2]]
     report = result.check_kernels(cache=False, device="cpu", sizes=sizes, tolerances=ex.tol)
@@ -204,13 +202,13 @@ def test_every_example_kernel_passes_the_check(ex):
         assert all(c.how == NOT_RUN and "could not run" in c.note for c in configs), report
 
 
-@pytest.mark.parametrize("name", ["residual", pytest.param("llama", marks=pytest.mark.slow), pytest.param("attention", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["residual", "llama", "attention"])
 def test_the_end_to_end_models_pass_the_check(name):
     from tta.gpu import models
 
     case = models.by_name(name)
-    model = case.model(torch.float32, "cpu")
-    ep = torch.export.export(model, case.inputs(2, torch.float32, "cpu"), dynamic_shapes=case.dynamic_shapes())
+    model = case.model(torch.bfloat16, "cpu")
+    ep = torch.export.export(model, case.inputs(2, torch.bfloat16, "cpu"), dynamic_shapes=case.dynamic_shapes())
     report = tta.rewrite(ep).check_kernels(cache=False, device="cpu")
     assert report.ok and len(report.regions) >= 1, report
     assert all(s.status == PASS for r in report.regions for c in r.configs for s in c.sizes), report

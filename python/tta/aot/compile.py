@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from ..cache import Cache, digest
 from ..errors import PluginError
 from ..identity import qualified_name, reachable_code, source_digest
-from .base import CompiledKernel
+from .base import CompiledKernel, input_symbol
 from .driver import backend, compile_spec
 from .progress import Progress
 from .session import TensorType
@@ -261,8 +261,23 @@ def compile_plugin(
 
 def region_input_metas(region: Any) -> list[TensorType]:
     """The kernel's input types for an outlined region (``RegionReport``): its ports' dtypes,
-    static dims kept, every symbolic dim dynamic. ``tta.check`` records with the same types."""
-    return [TensorType.make(p.dtype, [d if isinstance(d, int) else None for d in p.shape]) for p in region.inputs]
+    static dims kept, every symbolic dim dynamic, and a dim export proved equal to an earlier
+    one (the same symbol, e.g. ``x + y``) the same size (``i{k}_{j}`` of its first use), so code
+    that relies on the equality records. ``tta.check`` records with the same types."""
+    first: dict[str, str] = {}
+    metas = []
+    for k, p in enumerate(region.inputs):
+        dims: list[int | str | None] = []
+        for j, d in enumerate(p.shape):
+            if isinstance(d, int):
+                dims.append(d)
+            elif d in first:
+                dims.append(first[d])
+            else:
+                first[d] = input_symbol(k, j)
+                dims.append(None)
+        metas.append(TensorType.make(p.dtype, dims))
+    return metas
 
 
 def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, **options: Any) -> dict[str, list[CompiledKernel]]:
