@@ -41,14 +41,17 @@ def output_names(region: Any) -> list[str]:
 
 def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = None, sizes: Any = 2, device: str | None = None,
                   max_ptx: int | None = 90, tolerances: dict | None = None, seed: int = 0, cache: Any = None,
-                  raise_on_mismatch: bool = True, timeout: float = 300.0) -> KernelCheck:
+                  raise_on_mismatch: bool = True, timeout: float = 300.0, all_sizes: bool | None = None) -> KernelCheck:
     """Check every outlined region's kernels of ``result`` (a ``RewriteResult``) against the
     region body; returns a ``KernelCheck`` and raises ``KernelCheckError`` on a mismatch (unless
     ``raise_on_mismatch=False``). ``ranges``: symbol -> (min, max), default from ``result.program``
     and ``program`` (e.g. the ExportedProgram a GraphModule came from); ``sizes``: how many size sets, or the sets (symbol -> value);
     ``device``: "cuda" (launch the compiled artifacts) or "cpu"
     (Triton's interpreter), default cuda when available; ``tolerances``: dtype name -> (atol,
-    rtol) over ``check_inputs.TOLERANCES``; ``cache=False``: no cached passes."""
+    rtol) over ``check_inputs.TOLERANCES``; ``cache=False``: no cached passes; ``all_sizes``:
+    every config at every size (default on a GPU; under the interpreter, whose cost grows with
+    the grid, every config runs the first size and the first config that accepts a size the
+    others)."""
     t0 = time.perf_counter()
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     report = KernelCheck(regions=[], device=device)
@@ -62,7 +65,8 @@ def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = Non
     for r in result.outlined:
         by_op.setdefault(r.op, []).append(r)
     for op, regions in by_op.items():
-        _plan_op(op, regions, report, runs, ranges, sizes, device, gpu, max_ptx, tolerances, seed, store)
+        _plan_op(op, regions, report, runs, ranges, sizes, device, gpu, max_ptx, tolerances, seed, store,
+                 gpu if all_sizes is None else all_sizes)
     launches = [run[3] for run in runs]
     errors = cl.run_on_gpu(launches) if gpu else cl.run_interpreted(launches, timeout)
     for (rc, cc, sc, launch, case), err in zip(runs, errors):
@@ -100,7 +104,7 @@ class _Case:
         return self._wide or None
 
 
-def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, tolerances, seed, store) -> None:
+def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, tolerances, seed, store, all_sizes) -> None:
     from . import ops
     from .plugin import lookup
 
@@ -114,7 +118,7 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
         rc.note = f"{NOT_RUN}: " + ("the region body is unknown" if body is None else "the region also reads integers")
         return
     envs = [dict(e) for e in n_sizes] if isinstance(n_sizes, (list, tuple)) else ci.size_sets(r.inputs, ranges, n_sizes)
-    rc.key = _key(op, r, plugin, body, envs, device, gpu, tolerances, seed) if store is not None else None
+    rc.key = _key(op, r, plugin, body, envs, device, gpu, tolerances, seed, all_sizes) if store is not None else None
     hit = store.get(rc.key) if rc.key else None
     if hit is not None:
         rc.configs, rc.cached = _from_json(hit["check"]), True
@@ -133,7 +137,7 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
         rc.note = f"{NOT_RUN}: compiling the kernels failed: {e}"
         report.notes.append(f"tta::{op} was not checked: {rc.note}")
         return
-    index = 0
+    index, covered = 0, {}  # size set -> the first config that runs it
     for spec in plugin.kernels:
         for cfg in spec.config_dicts():
             cc = ConfigCheck(spec.backend, spec.identity, cfg, "GPU artifact" if gpu else "Triton interpreter",
@@ -150,18 +154,21 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
                 continue
             guards = kernel.meta.get("guards", []) if kernel is not None else plan.guards
             shapes, dtypes = (kernel.output_shapes, kernel.output_dtypes) if kernel is not None else (plan.output_shapes, plan.output_dtypes)
-            for env, case in cases:
-                _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs)
+            for i, (env, case) in enumerate(cases):
+                if i > 0 and not all_sizes and i in covered:
+                    cc.sizes.append(SizeCheck(env, SKIPPED, note=f"run by {covered[i]} (all_sizes=True runs every config here)"))
+                elif _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs):
+                    covered.setdefault(i, cc.label)
 
 
-def _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs) -> None:
+def _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs) -> bool:
     from .aot.base import guards_hold, symbol_values
 
     inputs = [t.clone() for t in case.inputs]  # a kernel that writes its inputs spoils no other run
     values = symbol_values([tuple(t.shape) for t in inputs])
     if not guards_hold(guards, values):
         cc.sizes.append(SizeCheck(env, SKIPPED, note=f"the config's conditions ({', '.join(guards)}) do not hold"))
-        return
+        return False
     from . import core
 
     outs = [_poisoned(tuple(core.eval_expr(d, values) for d in shape), d, inputs[0].device) for shape, d in zip(shapes, dtypes)]
@@ -169,6 +176,7 @@ def _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs) -> N
     cc.sizes.append(sc)
     launch = cl.Launch(inputs, outs, compiled=kernel) if kernel is not None else cl.triton_launch(plan, inputs, outs)
     runs.append((rc, cc, sc, launch, case))
+    return True
 
 
 def _compare(sc: SizeCheck, outs, case: _Case, names: list[str], cc: ConfigCheck, tolerances) -> None:
@@ -265,7 +273,7 @@ def _cache(cache):
     return Cache() if cache is None or cache is True else cache
 
 
-def _key(op, r, plugin, body, envs, device, gpu, tolerances, seed) -> str:
+def _key(op, r, plugin, body, envs, device, gpu, tolerances, seed, all_sizes) -> str:
     from .cache import digest
     from .identity import source_digest
 
@@ -275,7 +283,7 @@ def _key(op, r, plugin, body, envs, device, gpu, tolerances, seed) -> str:
         "inputs": [p.signature() for p in r.inputs], "outputs": [p.signature() for p in r.outputs],
         "body": body.code, "meta": source_digest(plugin.meta_impl) if plugin.meta_impl else None,
         "specs": [s.cache_key for s in plugin.kernels], "configs": [s.config_dicts() for s in plugin.kernels],
-        "sizes": envs, "seed": seed, "tolerances": sorted((tolerances or {}).items()), "defaults": sorted(ci.TOLERANCES.items()),
+        "sizes": envs, "all_sizes": all_sizes, "seed": seed, "tolerances": sorted((tolerances or {}).items()), "defaults": sorted(ci.TOLERANCES.items()),
         "torch": torch.__version__, "triton": _triton_version(),
     })
 

@@ -5,8 +5,8 @@
   pointers, int32 extras, output pointers).
 * On a CPU: a Triton kernel under Triton's interpreter, with every kernel parameter bound as
   the plugin binds it (the recorded plan: which port each pointer is, each int32 extra's shape
-  expression, each compiled-in constant), on CPU tensors. All launches of one check run in one
-  forked child: the interpreter patches ``triton.language`` while it runs (other threads of
+  expression, each compiled-in constant), on CPU tensors. The launches of one check run in a few
+  forked children: the interpreter patches ``triton.language`` while it runs (other threads of
   this process keep the real one), and a kernel that reads out of bounds kills the child, not
   the caller. The outputs are in shared memory, so the child's writes come back.
 """
@@ -151,9 +151,9 @@ def _fp32_scalar(v: float):
     return tl.tensor(TensorHandle(np.array([v], dtype=np.float32), tl.float32), tl.float32)
 
 
-def _run_all(launches: Sequence[Launch], report) -> None:
+def _run_all(launches: Sequence[tuple[int, Launch]], report) -> None:
     with _interpreting() as (InterpretedFunction, patched):
-        for i, launch in enumerate(launches):
+        for i, launch in launches:
             patched.clear()
             patched.update(_lang_modules(launch.kernel.fn))
             try:
@@ -164,74 +164,96 @@ def _run_all(launches: Sequence[Launch], report) -> None:
                 report(i, _text(e))
 
 
-def run_interpreted(launches: Sequence[Launch], timeout: float = 300.0) -> list[str | None]:
-    """Every launch under Triton's interpreter, in one forked child (in this process where
-    fork is unsafe: no ``os.fork``, or CUDA already initialised); per launch None or what went
-    wrong."""
+def run_interpreted(launches: Sequence[Launch], timeout: float = 300.0, jobs: int | None = None) -> list[str | None]:
+    """Every launch under Triton's interpreter, in forked children (up to ``jobs``, default
+    ``TTA_CHECK_JOBS`` or the CPU count capped at 4; in this process where fork is unsafe: no
+    ``os.fork``, or CUDA already initialised); per launch None or what went wrong."""
     if not launches:
         return []
     if not hasattr(os, "fork") or _cuda_initialized():
         results: list[str | None] = [None] * len(launches)
         with _in_process_lock:
-            _run_all(launches, lambda i, err: results.__setitem__(i, err))
+            _run_all(list(enumerate(launches)), lambda i, err: results.__setitem__(i, err))
         return results
     for launch in launches:
         for t in launch.outputs:
             t.share_memory_()
-    return _forked(launches, timeout)
+    jobs = jobs or int(os.environ.get("TTA_CHECK_JOBS", 0)) or min(4, os.cpu_count() or 1)
+    # The costliest launches first, dealt round-robin: the children finish close together.
+    order = sorted(range(len(launches)), key=lambda i: -_cost(launches[i]))
+    groups = [order[k::jobs] for k in range(min(jobs, len(launches)))]
+    return _forked(launches, groups, timeout)
 
 
-def _forked(launches: Sequence[Launch], timeout: float) -> list[str | None]:
+def _cost(launch: Launch) -> int:
+    n = 1
+    for g in launch.grid:
+        n *= max(int(g), 1)
+    return n * max((t.numel() for t in launch.inputs), default=1)
+
+
+class _Child:
+    def __init__(self, launches: Sequence[Launch], group: list[int]):
+        self.group, self.done = group, set()
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: run, report each launch as one JSON line, never return
+            try:
+                os.close(r)
+                torch.set_num_threads(1)
+
+                def report(i, err):
+                    os.write(w, (json.dumps({"i": i, "error": err}) + "\n").encode())
+
+                _run_all([(i, launches[i]) for i in group], report)
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.fd, self.buf, self.open = r, b"", True
+
+
+def _forked(launches: Sequence[Launch], groups: list[list[int]], timeout: float) -> list[str | None]:
     results: list[str | None] = [None] * len(launches)
-    done = [False] * len(launches)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: run, report each launch as one JSON line, never return
-        try:
-            os.close(r)
-            torch.set_num_threads(1)
-
-            def report(i, err):
-                os.write(w, (json.dumps({"i": i, "error": err}) + "\n").encode())
-
-            _run_all(launches, report)
-        finally:
-            os._exit(0)
-    os.close(w)
-    buf, deadline, timed_out = b"", time.monotonic() + timeout, False
+    children = [_Child(launches, g) for g in groups]
+    deadline, timed_out = time.monotonic() + timeout, False
     try:
-        while True:
+        while any(c.open for c in children):
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
-                os.kill(pid, signal.SIGKILL)
                 break
-            ready, _, _ = select.select([r], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                msg = json.loads(line)
-                results[msg["i"]], done[msg["i"]] = msg["error"], True
+            ready, _, _ = select.select([c.fd for c in children if c.open], [], [], left)
+            for c in children:
+                if c.fd not in ready:
+                    continue
+                chunk = os.read(c.fd, 65536)
+                if not chunk:
+                    c.open = False
+                    continue
+                *lines, c.buf = (c.buf + chunk).split(b"\n")
+                for line in lines:
+                    msg = json.loads(line)
+                    results[msg["i"]] = msg["error"]
+                    c.done.add(msg["i"])
     finally:
-        os.close(r)
-        _, status = os.waitpid(pid, 0)
-    if not all(done):
+        for c in children:
+            if c.open:
+                os.kill(c.pid, signal.SIGKILL)
+            os.close(c.fd)
+            _, c.status = os.waitpid(c.pid, 0)
+    for c in children:
+        missing = [i for i in c.group if i not in c.done]
+        if not missing:
+            continue
         if timed_out:
             why = f"the interpreter ran past {timeout:.0f}s"
-        elif os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            why = f"the interpreter process died of {signal.Signals(sig).name} (an access outside a buffer?)"
+        elif os.WIFSIGNALED(c.status):
+            why = f"the interpreter process died of {signal.Signals(os.WTERMSIG(c.status)).name} (an access outside a buffer?)"
         else:
-            why = f"the interpreter process exited with status {os.WEXITSTATUS(status)}"
-        first = done.index(False)
-        for i in range(first, len(launches)):
-            if not done[i]:
-                results[i] = why if i == first else f"not run: {why} in an earlier launch"
+            why = f"the interpreter process exited with status {os.WEXITSTATUS(c.status)}"
+        results[missing[0]] = why
+        for i in missing[1:]:
+            results[i] = f"not run: {why} in an earlier launch"
     return results
 
 
