@@ -18,19 +18,18 @@ cache under everything that decides the answer (kernel sources, body, sizes, tol
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
 import torch
 
+from . import check_cache, check_interpreter
 from . import check_inputs as ci
 from . import check_launch as cl
 from .check_report import ERROR, FAIL, NOT_RUN, PASS, SKIPPED, ConfigCheck, KernelCheck, RegionCheck, SizeCheck
 from .check_report import mismatch_message, order_hint, output_params
 from .errors import KernelCheckError, TTAError
 
-_VERSION = 1  # of what a cached pass means
 _TITLES = {"triton": "Triton", "cutile": "cuTile", "cutedsl": "CuTeDSL"}
 
 
@@ -59,7 +58,7 @@ def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = Non
     if ranges is None:
         ranges = ci.symbol_ranges(result.program)
         ranges.update(ci.symbol_ranges(program) if program is not None else {})
-    store = _cache(cache)
+    store = check_cache.store(cache)
     runs: list[tuple] = []  # (RegionCheck, ConfigCheck, SizeCheck, Launch, case)
     by_op: dict[str, list] = {}
     for r in result.outlined:
@@ -68,15 +67,15 @@ def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = Non
         _plan_op(op, regions, report, runs, ranges, sizes, device, gpu, max_ptx, tolerances, seed, store,
                  gpu if all_sizes is None else all_sizes)
     launches = [run[3] for run in runs]
-    errors = cl.run_on_gpu(launches) if gpu else cl.run_interpreted(launches, timeout)
+    errors = cl.run_on_gpu(launches) if gpu else check_interpreter.run_interpreted(launches, timeout)
     for (rc, cc, sc, launch, case), err in zip(runs, errors):
         if err is not None:
             sc.status, sc.note = ERROR, err
         else:
             _compare(sc, launch.outputs, case, rc.outputs, cc, tolerances)
     for rc in report.regions:
-        if store is not None and not rc.cached and rc.key and _passed(rc):
-            store.put(rc.key, {"check": _to_json(rc)})
+        if store is not None and not rc.cached and rc.key and check_cache.passed(rc):
+            store.put(rc.key, {"check": check_cache.to_json(rc)})
     report.seconds = time.perf_counter() - t0
     if raise_on_mismatch and report.failures:
         rc, cc, sc = report.failures[0]
@@ -118,10 +117,10 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
         rc.note = f"{NOT_RUN}: " + ("the region body is unknown" if body is None else "the region also reads integers")
         return
     envs = [dict(e) for e in n_sizes] if isinstance(n_sizes, (list, tuple)) else ci.size_sets(r.inputs, ranges, n_sizes)
-    rc.key = _key(op, r, plugin, body, envs, device, gpu, tolerances, seed, all_sizes) if store is not None else None
+    rc.key = check_cache.key(op, r, plugin, body, envs, device, gpu, tolerances, seed, all_sizes) if store is not None else None
     hit = store.get(rc.key) if rc.key else None
     if hit is not None:
-        rc.configs, rc.cached = _from_json(hit["check"]), True
+        rc.configs, rc.cached = check_cache.from_json(hit["check"]), True
         return
     cases = []
     for i, env in enumerate(envs):
@@ -248,11 +247,6 @@ def _as_tuple(x) -> tuple:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-def _passed(rc: RegionCheck) -> bool:
-    runs = [s for c in rc.configs for s in c.sizes]
-    return bool(runs) and all(s.status in (PASS, SKIPPED) for s in runs) and any(s.status == PASS for s in runs)
-
-
 def _cuda_python(report: KernelCheck) -> bool:
     try:
         from .gpu.driver import cuda_driver
@@ -265,45 +259,3 @@ def _cuda_python(report: KernelCheck) -> bool:
         return False
 
 
-def _cache(cache):
-    if cache is False:
-        return None
-    from .cache import Cache
-
-    return Cache() if cache is None or cache is True else cache
-
-
-def _key(op, r, plugin, body, envs, device, gpu, tolerances, seed, all_sizes) -> str:
-    from .cache import digest
-    from .identity import source_digest
-
-    return digest({
-        "what": "tta kernel check", "version": _VERSION, "op": op, "how": "gpu" if gpu else "interpreter",
-        "sm": torch.cuda.get_device_capability() if gpu else None, "device": device,
-        "inputs": [p.signature() for p in r.inputs], "outputs": [p.signature() for p in r.outputs],
-        "body": body.code, "meta": source_digest(plugin.meta_impl) if plugin.meta_impl else None,
-        "specs": [s.cache_key for s in plugin.kernels], "configs": [s.config_dicts() for s in plugin.kernels],
-        "sizes": envs, "all_sizes": all_sizes, "seed": seed, "tolerances": sorted((tolerances or {}).items()), "defaults": sorted(ci.TOLERANCES.items()),
-        "torch": torch.__version__, "triton": _triton_version(),
-    })
-
-
-def _triton_version() -> str | None:
-    try:
-        import triton
-
-        return triton.__version__
-    except ImportError:
-        return None
-
-
-def _to_json(rc: RegionCheck) -> list:
-    return [dataclasses.asdict(c) for c in rc.configs]
-
-
-def _from_json(rows: list) -> list[ConfigCheck]:
-    out = []
-    for row in rows:
-        sizes = [SizeCheck(**s) for s in row.pop("sizes")]
-        out.append(ConfigCheck(**row, sizes=sizes))
-    return out
