@@ -19,6 +19,7 @@ from .errors import (
     AnnotationError,
     EagerFallbackWarning,
     GraphError,
+    KernelCheckError,
     MissingPackageError,
     PackageRuntimeWarning,
     PluginError,
@@ -31,6 +32,7 @@ from .errors import (
 _LAZY = {
     "compile": "backends",
     "aot_compile": "inductor.compile",
+    "check_kernels": "check",
     "custom_op": "trt.custom_op",
     "explain": "explain",
     "lower_as": "annotate",
@@ -52,7 +54,8 @@ _LAZY = {
     "triton": "specs",
 }
 
-_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "MissingPackageError", "PackageRuntimeWarning", "PluginError", "RegionRefusedError",
+_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "KernelCheckError", "MissingPackageError", "PackageRuntimeWarning",
+           "PluginError", "RegionRefusedError",
            "RegionRefusedWarning", "TTAError"]
 __all__ = sorted([*_ERRORS, *_LAZY])
 
@@ -85,6 +88,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:
     from .annotate import lower_as
     from .backends import compile
+    from .check import check_kernels
     from .inductor.compile import aot_compile
     from .trt.custom_op import custom_op
     from .explain import explain

@@ -15,6 +15,22 @@ class PluginError(TTAError):
     """A plugin descriptor is invalid or conflicts with one already registered."""
 
 
+class KernelCheckError(PluginError):
+    """A plugin's kernel does not compute what the region it replaces computes (``tta.check``):
+    ``region`` and ``source`` name the region, ``config`` the kernel config, ``output`` the
+    output by name; ``report`` is the whole check (``KernelCheck``)."""
+
+    def __init__(self, message: str, *, region: str | None = None, source: str | None = None, config: dict | None = None,
+                 output: str | None = None, max_error: float | None = None, report=None):
+        super().__init__(message)
+        self.region = region
+        self.source = source
+        self.config = config
+        self.output = output
+        self.max_error = max_error
+        self.report = report
+
+
 class GraphError(TTAError):
     """The exported graph is malformed, or the rewrite could not be applied.
 

@@ -45,6 +45,7 @@ class RewriteResult:
     regions: list[RegionReport]
     report_text: str
     timings: dict = field(default_factory=dict)
+    kernel_check: Any = None  # the last check_kernels() report tta.compile made, if any
 
     @property
     def outlined(self) -> list[RegionReport]:
@@ -65,6 +66,13 @@ class RewriteResult:
 
         # The sizes export proved bound the dims (a constexpr constant over them is accepted).
         return compile_kernels(self.outlined, sm=sm, max_ptx=max_ptx, ranges=export_ranges(self.program), **options)
+
+    def check_kernels(self, **options):
+        """Run every outlined plugin's kernels against their region bodies (``tta.check``): a
+        ``KernelCheck``; a kernel that computes something else raises ``KernelCheckError``."""
+        from .check import check_kernels
+
+        return check_kernels(self, **options)
 
 
 def run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]) -> dict[str, list[MetaOutput] | str]:

@@ -317,6 +317,12 @@ def region_input_types(ports: Sequence[Any], ranges: dict[str, tuple[int, int | 
 _EXPR_FUNCS = {"FloorDiv", "CeilDiv", "Mod", "Max", "Min"}
 
 
+def region_input_metas(region: Any, ranges: dict[str, tuple[int, int | None]] | None = None) -> list[TensorType]:
+    """``region_input_types`` of an outlined region (``RegionReport``): ``tta.check_kernels``
+    records with the same types ``compile_kernels`` compiles for."""
+    return region_input_types(region.inputs, ranges)
+
+
 def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, ranges: dict | None = None,
                     **options: Any) -> dict[str, list[CompiledKernel]]:
     """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled

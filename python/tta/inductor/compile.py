@@ -30,20 +30,27 @@ def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: b
     return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
 
 
-def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str):
-    result = rewrite(_export(model, example_inputs, dynamic_shapes, strict), selectors=selectors, on_refused="keep")  # refused: the error below
+def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, check_kernels: bool = False,
+              max_ptx: int | None = 90):
+    """The rewrite of the exported model; with ``check_kernels``, every plugin's kernel checked
+    against its region first (``tta.check``; the report in ``result.kernel_check``)."""
+    program = _export(model, example_inputs, dynamic_shapes, strict)
+    result = rewrite(program, selectors=selectors, on_refused="keep")  # refused: the error below
     if result.refused:
         # A region the user marked and tta cannot lower is an error, never a quiet fallback.
         raise PluginError(f"tta.compile(backend={backend!r}): {len(result.refused)} region(s) refused\n{result.report_text}")
+    result.kernel_check = result.check_kernels(program=program, max_ptx=max_ptx) if check_kernels else None
     return result
 
 
 def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, kernels: Any = None,
-             max_ptx: int | None = 90, triton_on_cpu: bool = False) -> tuple[ExportedProgram, BackendReport]:
+             max_ptx: int | None = 90, triton_on_cpu: bool = False, check_kernels: bool = False) -> tuple[ExportedProgram, BackendReport]:
     from .kernel_bundle import as_bundle
 
-    result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend)
-    return lower(result, backend, as_bundle(kernels), max_ptx, triton_on_cpu=triton_on_cpu)
+    result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend, check_kernels, max_ptx)
+    program, report = lower(result, backend, as_bundle(kernels), max_ptx, triton_on_cpu=triton_on_cpu)
+    report.kernel_check = result.kernel_check
+    return program, report
 
 
 def _for_dynamo(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -86,6 +93,7 @@ def compile_inductor(
     strict: bool = False,
     kernels: Any = None,
     max_ptx: int | None = 90,
+    check_kernels: bool = True,
     **torch_compile_options: Any,
 ):
     """``torch.compile`` of the rewritten program; the user's Triton kernels are in Inductor's
@@ -96,8 +104,12 @@ def compile_inductor(
 
     cuTile and CuTeDSL kernels run as their compiled artifacts (``tta_cubin::<op>``): ``kernels``
     gives them (a ``kernel_bundle`` path or mapping, compiled where the DSL is installed),
-    else they are compiled here for this GPU (PTX ISA at most ``max_ptx``) when the DSL is."""
-    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "inductor", kernels, max_ptx)
+    else they are compiled here for this GPU (PTX ISA at most ``max_ptx``) when the DSL is.
+
+    ``check_kernels`` (default on): first run every plugin's kernel against its region body
+    (``tta.check_kernels``; a kernel that computes something else is a ``KernelCheckError``);
+    the report is ``tta_report.kernel_check``."""
+    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "inductor", kernels, max_ptx, check_kernels=check_kernels)
     options = dict(torch_compile_options)
     options.setdefault("backend", "inductor")
     if dynamic_shapes is not None:
@@ -168,14 +180,16 @@ def aot_compile(
     selectors: Any = None,
     strict: bool = False,
     inductor_configs: dict | None = None,
+    check_kernels: bool = True,
 ) -> AOTPackage:
     """An AOTInductor package of the rewritten program at ``path`` (a ``.pt2``). It holds the
     user's Triton kernels compiled by Inductor and loads with
-    ``torch._inductor.aoti_load_package`` in a process that never imports tta."""
+    ``torch._inductor.aoti_load_package`` in a process that never imports tta.
+    ``check_kernels``: as in ``compile_inductor``."""
     path = os.fspath(path)
     if not path.endswith(".pt2"):
         raise PluginError(f"tta.aot_compile: the package path must end in .pt2, got {path!r}")
-    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "aot_inductor")
+    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "aot_inductor", check_kernels=check_kernels)
     out = _package(program, path, inductor_configs)
     relinked = False
     private = libraries_with_private_libstdcxx(out)

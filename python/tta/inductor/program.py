@@ -15,6 +15,7 @@ import contextlib
 import copy
 import operator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.fx
@@ -51,6 +52,7 @@ class BackendReport:
     backend: str  # "inductor" | "aot_inductor"
     regions: list[LoweredRegion]
     rewrite_text: str
+    kernel_check: Any = None  # tta.check's KernelCheck, when the kernels were checked
 
     def __str__(self) -> str:
         n = sum(r.user_kernel for r in self.regions)

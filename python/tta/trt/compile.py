@@ -12,7 +12,7 @@ given.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
@@ -45,6 +45,7 @@ class PlacedRegion:
 class CompileReport:
     regions: list[PlacedRegion]
     rewrite_text: str
+    kernel_checks: list = field(default_factory=list)  # tta.check's KernelCheck per pass run
 
     def __str__(self) -> str:
         lines = [f"tta.compile: {sum(r.in_tensorrt for r in self.regions)}/{len(self.regions)} region(s) in TensorRT"]
@@ -96,6 +97,7 @@ def compile(  # noqa: A001 - the public name is tta.compile
     sm: int | None = None,
     max_ptx: int | None | str = "driver",
     strict: bool = False,
+    check_kernels: bool = True,
     **torch_tensorrt_settings: Any,
 ):
     """Export ``model``, outline its regions (``lower_as`` annotations and ``selectors``) into
@@ -108,7 +110,10 @@ def compile(  # noqa: A001 - the public name is tta.compile
     Other keywords go to Torch-TensorRT; without ``inputs``/``arg_inputs`` the input specs come
     from the export (dynamic dims over their declared ranges). Returns Torch-TensorRT's module
     with ``tta_report`` (a ``CompileReport``: per region, the TensorRT segment and layer).
-    A region that cannot be lowered is an error.
+    A region that cannot be lowered is an error. ``check_kernels`` (default on): each
+    plugin's kernel is run against its region body before the engine is built
+    (``tta.check_kernels``; a mismatch is a ``KernelCheckError``); the reports are
+    ``tta_report.kernel_checks``.
     """
     import torch_tensorrt
     from torch_tensorrt.dynamo.utils import to_torch_tensorrt_device
@@ -129,7 +134,7 @@ def compile(  # noqa: A001 - the public name is tta.compile
         raise PluginError(f"tta.compile: max_ptx must be an int such as 90 (PTX ISA 9.0), None or 'driver', got {max_ptx!r}")
     if sm is None:
         sm = device_sm(types.SimpleNamespace(device=to_torch_tensorrt_device(settings.get("device"))))
-    session = Session(selectors=selectors, sm=sm, max_ptx=max_ptx)
+    session = Session(selectors=selectors, sm=sm, max_ptx=max_ptx, check_kernels=check_kernels, program=ep)
     placements: dict[str, dict] = {}
     conversions: list[dict] = []
     with session_scope(session), keep_plugins_in_tensorrt(placements), converter.recording_conversions(conversions):
@@ -155,4 +160,5 @@ def _report(session: Session, placements: dict[str, dict], conversions: list[dic
                     layer=layers.get(r.id),
                 )
             )
-    return CompileReport(regions=regions, rewrite_text="\n".join(texts))
+    checks = [r.kernel_check for r in session.rewrites if r.kernel_check is not None]
+    return CompileReport(regions=regions, rewrite_text="\n".join(texts), kernel_checks=checks)

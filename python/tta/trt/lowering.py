@@ -48,6 +48,8 @@ class Session:
     sm: int
     max_ptx: int | None
     rewrites: list = field(default_factory=list)  # RewriteResult per pass run
+    check_kernels: bool = False  # run tta.check_kernels on each rewrite (tta.compile's default)
+    program: Any = None  # the exported program: the ranges of its dynamic dims
 
 
 _session: contextvars.ContextVar[Session | None] = contextvars.ContextVar("tta_trt_session", default=None)
@@ -114,6 +116,9 @@ def outline_regions(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphMo
             if node is not None and "tta" in node.meta:
                 node.meta["tta"]["source"] = r.source
         if session is not None:
+            if session.check_kernels:
+                # Before Torch-TensorRT builds an engine around kernels that compute something else.
+                result.kernel_check = result.check_kernels(program=session.program, max_ptx=session.max_ptx)
             session.rewrites.append(result)
     # Every plugin of the graph is (re)targeted at this compile's device.
     sm = session.sm if session is not None else device_sm(settings)
