@@ -21,6 +21,9 @@ import torch.fx
 
 # Ops that only reinterpret a buffer: on a layout they cannot view, they get a contiguous copy.
 _VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
+# Ops whose result depends on the input's strides themselves: on a new layout, other values.
+_STRIDED = (torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_copy.default,
+            torch.ops.aten.as_strided_scatter.default)
 # Node meta the inserted copy takes from the view it feeds (the reader and reports read these).
 _CARRIED = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn")
 
@@ -52,12 +55,37 @@ def _same_shapes(a: Any, b: Any) -> bool:
     return type(a) is type(b)
 
 
+def _contiguous(v: torch.Tensor) -> bool:
+    """Whether ``v``'s strides are row-major ones, without a guard (by expression)."""
+    shape, stride = v.shape, v.stride()
+    if all(type(d) is int for d in (*shape, *stride)):
+        want = 1
+        for size, st in zip(reversed(shape), reversed(stride)):
+            if st != want:
+                return False
+            want *= max(size, 1)
+        return True
+    from torch._prims_common import make_contiguous_strides_for
+
+    return list(map(_expr, stride)) == list(map(_expr, make_contiguous_strides_for(shape)))
+
+
 def _dense(v: Any) -> Any:
+    """``v`` with contiguous strides (the same object where it has them already)."""
     if isinstance(v, torch.Tensor) and v.layout == torch.strided:
-        return v.new_empty(v.shape)
+        return v if _contiguous(v) else v.new_empty(v.shape)
     if isinstance(v, (tuple, list)):
-        return type(v)(_dense(x) for x in v)
+        dense = type(v)(_dense(x) for x in v)
+        return v if all(a is b for a, b in zip(dense, v)) else dense
     return v
+
+
+def _dense_already(v: Any) -> bool:
+    if isinstance(v, torch.Tensor):
+        return v.layout != torch.strided or _contiguous(v)
+    if isinstance(v, (tuple, list)):
+        return all(_dense_already(x) for x in v)
+    return True
 
 
 def _fake_mode(vals: Sequence[Any]):
@@ -71,14 +99,15 @@ def densify(g: torch.fx.Graph, added: list[torch.fx.Node], lock_of: Callable[[An
     mode (which may add guards to its shape environment)."""
     ops = [n for n in added if _is_op(n, "tta")]
     vals = [n.meta.get("val") for n in ops]
+    # Most region outputs are contiguous already: nothing to do, no fake mode entered.
+    if all(_dense_already(v) for v in vals):
+        return False
     fake_mode = _fake_mode(vals)
     changed: set[torch.fx.Node] = set()
     with lock_of(fake_mode) if fake_mode is not None else contextlib.nullcontext(), fake_mode or contextlib.nullcontext():
         for n, v in zip(ops, vals):
-            if v is None:
-                continue
             dense = _dense(v)
-            if _same(dense, v):
+            if dense is v:
                 continue
             _set(n, dense)
             changed.add(n)
@@ -113,6 +142,16 @@ def _retrace(g: torch.fx.Graph, node: torch.fx.Node, changed: set[torch.fx.Node]
     where it cannot be traced here (not a function call, a data-dependent size)."""
     if node.op != "call_function" or "val" not in node.meta:
         return
+    if node.target in _STRIDED:
+        from .errors import GraphError
+        from .graph import first_user_frame
+
+        raise GraphError(
+            f"`{node.name}` ({node.target}) reads a plugin op's output through strides export recorded for the "
+            "region's own output layout; the op's kernel writes a contiguous buffer, so these strides would read "
+            "other values. Make the region's output contiguous inside the region (`.contiguous()`)",
+            kind="mismatch", node=node.name, source=first_user_frame(node.meta.get("stack_trace")),
+        )
     try:
         new = _run(node)
     except Exception:
