@@ -237,3 +237,49 @@ fn a_check_of_an_inside_tensor_against_an_outside_value_stays_outside() {
     }
     verify(&o.graph).unwrap();
 }
+
+/// `h = x + r` and `y = neg(h)`, both used after the region, and `t`, used only inside it.
+fn two_outputs(decl: serde_json::Value) -> tta::lowering::RegionReport {
+    let g = graph_of(
+        json!([
+            ph("x", &["4"], false),
+            ph("r", &["4"], false),
+            call("h", "aten.add.Tensor", json!([{"ref": "x"}, {"ref": "r"}]), t(&["4"]), Some("r0")),
+            call("t", "aten.exp.default", json!([{"ref": "h"}]), t(&["4"]), Some("r0")),
+            call("y", "aten.neg.default", json!([{"ref": "t"}]), t(&["4"]), Some("r0")),
+            out(&["h", "y"]),
+        ]),
+        json!({"r0": decl}),
+    );
+    common::run(g, impls(&[("k", "p")]), &HashMap::new()).report.remove(0)
+}
+
+fn output_names(r: &tta::lowering::RegionReport) -> Vec<&str> {
+    r.outputs.iter().map(|p| p.name.as_str()).collect()
+}
+
+#[test]
+fn outputs_follow_node_order_unless_the_user_chose() {
+    assert_eq!(output_names(&two_outputs(json!({"impl": "k"}))), ["h", "y"]);
+    let r = two_outputs(json!({"impl": "k", "outputs": ["y", "h"]}));
+    assert_eq!((&r.status, output_names(&r)), (&Status::Outlined, vec!["y", "h"]), "{:?}", r.reason);
+    // A decorated function's return order; returned values that are no output are passed over.
+    let r = two_outputs(json!({"impl": "k", "returns": ["x", "y", "t", "h"]}));
+    assert_eq!((&r.status, output_names(&r)), (&Status::Outlined, vec!["y", "h"]), "{:?}", r.reason);
+    // An output the function did not return follows those it did.
+    let r = two_outputs(json!({"impl": "k", "returns": ["y"]}));
+    assert_eq!(output_names(&r), ["y", "h"]);
+}
+
+#[test]
+fn chosen_outputs_must_name_every_output_and_nothing_else() {
+    let reason = |decl| two_outputs(decl).reason.unwrap_or_default();
+    let why = reason(json!({"impl": "k", "outputs": ["y"]}));
+    assert!(why.contains("`h` is used after the region, but lower_as(outputs=...) does not list it"), "{why}");
+    let why = reason(json!({"impl": "k", "outputs": ["y", "h", "t"]}));
+    assert!(why.contains("lists `t` (position 2), which the region computes but nothing after it uses"), "{why}");
+    let why = reason(json!({"impl": "k", "outputs": ["x", "y", "h"]}));
+    assert!(why.contains("lists `x` (position 0), which the region does not compute"), "{why}");
+    let why = reason(json!({"impl": "k", "outputs": ["y", "h", "y"]}));
+    assert!(why.contains("lists `y` twice"), "{why}");
+}

@@ -6,7 +6,9 @@ Each entry tags the fx nodes it traces through ``torch.fx.traceback.annotate`` w
 the graph even where Python could not see it). The tags land in ``node.meta["custom"]`` and
 survive ``torch.export`` (strict and non-strict) and ``run_decompositions()``. Each entry also
 leaves one marker node (``markers.py``), so a region that traced nothing, or landed in a
-``torch.cond`` branch, is still reported, and ``inputs=`` fixes the plugin's input order.
+``torch.cond`` branch, is still reported, and ``inputs=`` fixes the plugin's input order; on
+exit, a second marker on the outputs fixes their order (``outputs=``, or the tensors a decorated
+function returns).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import itertools
 import os
 import sys
 import threading
+from typing import Any, Callable
 
 import torch
 import torch.fx.traceback as fx_traceback
+import torch.utils._pytree as pytree
 
 from . import markers
 from .errors import AnnotationError, PluginError
@@ -61,15 +65,37 @@ def _call_site() -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else None
 
 
+def _returned_tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in what a decorated function returned, in order (a tuple, a dict, nested)."""
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def _listed_outputs(outputs: Callable[[], Any], site: str | None) -> list[torch.Tensor]:
+    """What ``lower_as(outputs=...)``'s function returns when the block exits: its tensors."""
+    got = outputs()
+    listed = list(got) if isinstance(got, (tuple, list)) else [got]
+    for k, t in enumerate(listed):
+        if not isinstance(t, torch.Tensor):
+            raise AnnotationError(
+                f"lower_as(outputs=...) at {site or 'unknown source'}: the function gives the tensors the region "
+                f"computes, in the plugin's output order; output {k} is {type(t).__name__}"
+            )
+    return listed
+
+
 @contextlib.contextmanager
-def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tuple = ()):
+def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tuple = (),
+            outputs: Callable[[], Any] | None = None):
+    """One region entry; yields its id. ``outputs``: called on exit, the outputs' order."""
     rid = f"{name or impl.name}:{_next_id()}"
     if torch.compiler.is_dynamo_compiling():
         # Dynamo runs fx_traceback.annotate eagerly and records node meta itself. Frames and
         # thread-locals are not visible here; nesting is caught from the graph instead.
         with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}):
             markers.mark(rid, impl.key, site, inputs)
-            yield
+            yield rid
+            if outputs is not None:
+                markers.mark_outputs(rid, _listed_outputs(outputs, site), exact=True)
         return
     site = site or _call_site()
     stack = getattr(_active, "stack", None)
@@ -88,7 +114,10 @@ def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tup
         # and leak this region's tag onto later nodes.
         with fx_traceback.annotate({TAG_PREFIX + rid: {"impl": impl.key, "source": site}}), fx_traceback.preserve_node_meta():
             markers.mark(rid, impl.key, site, inputs)
-            yield
+            yield rid
+            # Only on a normal exit: the block computed the outputs the function names.
+            if outputs is not None:
+                markers.mark_outputs(rid, _listed_outputs(outputs, site), exact=True)
     finally:
         stack.pop()
 
@@ -99,8 +128,8 @@ class _LowerAs:
     the frame that calls it is torch's ``nn.Module.__call__`` or an export tracer, never
     the user's code."""
 
-    def __init__(self, impl: Plugin, name: str | None, inputs: tuple = ()):
-        self.impl, self.name, self.inputs = impl, name, inputs
+    def __init__(self, impl: Plugin, name: str | None, inputs: tuple = (), outputs: Callable[[], Any] | None = None):
+        self.impl, self.name, self.inputs, self.outputs = impl, name, inputs, outputs
         # Dynamo traces one thread and cannot see thread-locals: its entries stack here.
         self._traced: list = []
 
@@ -113,7 +142,7 @@ class _LowerAs:
         return per_object.setdefault(id(self), [])
 
     def __enter__(self):
-        cm = _region(self.impl, self.name, inputs=self.inputs)
+        cm = _region(self.impl, self.name, inputs=self.inputs, outputs=self.outputs)
         entries = self._entries()
         entries.append(cm)
         try:
@@ -134,17 +163,25 @@ class _LowerAs:
             raise AnnotationError(f"@tta.lower_as(...) decorates a function, got {type(fn).__name__}")
         code = getattr(fn, "__code__", None)
         site = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else None
+        if self.outputs is not None:
+            raise AnnotationError(
+                f"@tta.lower_as(..., outputs=...) at {site or 'unknown source'}: outputs= belongs to the `with` form; "
+                "a decorated function's outputs are the tensors it returns, in return order"
+            )
         impl, name = self.impl, self.name
 
         @functools.wraps(fn)
         def region_call(*args, **kwargs):
-            with _region(impl, name, site):
-                return fn(*args, **kwargs)
+            with _region(impl, name, site) as rid:
+                result = fn(*args, **kwargs)
+                # The plugin's outputs in the order the function returns them.
+                markers.mark_outputs(rid, _returned_tensors(result), exact=False)
+                return result
 
         return region_call
 
 
-def lower_as(impl: Plugin, name: str | None = None, inputs=None) -> _LowerAs:
+def lower_as(impl: Plugin, name: str | None = None, inputs=None, outputs: Callable[[], Any] | None = None) -> _LowerAs:
     """Mark a region to be replaced by ``impl``; a context manager and a decorator.
 
     ``impl`` is a ``tta.custom_plugin(...)``. ``name`` labels the region in reports. Every
@@ -152,6 +189,15 @@ def lower_as(impl: Plugin, name: str | None = None, inputs=None) -> _LowerAs:
     ``inputs=(x, w, b)`` (``with`` form) fixes the order of the plugin's inputs: every tensor
     the region reads, each once. Without it, activations come first and parameters, buffers
     and constants after, each in order of first use (see docs/selectors.md).
+
+    Outputs (what the ``meta_impl`` returns and the launch function takes after the inputs, in
+    this order): a decorated function's are the tensors it returns, in return order (any other
+    value the region computes and later code reads follows them). In the ``with`` form,
+    ``outputs=lambda: (y, h)`` names them: a function, called when the block exits, returning
+    every tensor the block computes that code after it reads, each once (the tensors do not
+    exist yet when the ``with`` statement runs); a missing output, or one the block does not
+    compute, refuses the region with the ``with`` line. Without either, outputs come in the
+    order the graph computes them.
     """
     if not isinstance(impl, Plugin):
         raise PluginError(f"lower_as(impl=...) takes a tta.custom_plugin(...), got {type(impl).__name__}")
@@ -164,4 +210,10 @@ def lower_as(impl: Plugin, name: str | None = None, inputs=None) -> _LowerAs:
                 f"lower_as(inputs=...) at {_call_site()} takes the tensors the region reads; "
                 f"input {k} is {type(t).__name__}"
             )
-    return _LowerAs(impl, name, inputs)
+    if outputs is not None and not callable(outputs):
+        raise AnnotationError(
+            f"lower_as(outputs=...) at {_call_site()} takes a function returning the region's outputs, e.g. "
+            f"outputs=lambda: (y, h): the block has not computed them yet when the `with` statement runs; got "
+            f"{type(outputs).__name__}"
+        )
+    return _LowerAs(impl, name, inputs, outputs)

@@ -68,10 +68,12 @@ def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs:
     return torch.fx.GraphModule(gm, g, class_name="RegionBody")
 
 
-def _detach_aliases(inputs, outputs):
-    """Custom ops may not return views of their inputs; copy any output that is one."""
+def _own_dense(inputs, outputs):
+    """The region body's outputs as the kernel's would be: buffers of their own (custom ops may
+    not return views of their inputs) and contiguous (the op's fake impl says so)."""
     ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.device.type != "meta"}
-    return tuple(o.clone() if o.untyped_storage().data_ptr() in ptrs else o for o in outputs)
+    return tuple(o.clone(memory_format=torch.contiguous_format) if o.untyped_storage().data_ptr() in ptrs else o.contiguous()
+                 for o in outputs)
 
 
 def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int, launch: EagerLauncher | None) -> Callable:
@@ -81,7 +83,7 @@ def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int,
         eager_stats.record(op, why, on_cuda)
         if outs is None:
             outs = body(*inputs)
-            outs = _detach_aliases(inputs, outs if n_out > 1 else (outs,))
+            outs = _own_dense(inputs, outs if n_out > 1 else (outs,))
         elif n_out == 1 and isinstance(outs, torch.Tensor):
             outs = (outs,)
         return tuple(outs) if n_out > 1 else outs[0]
@@ -90,14 +92,18 @@ def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int,
 
 
 def make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callable:
+    """The op's fake impl: the meta_impl's (else the region body's) output shapes and dtypes, as
+    fresh contiguous tensors, which is what the kernel writes. A meta_impl may return an input
+    (``return x``) or a view of one, and the region body any strides (SDPA's output is a
+    transposed buffer): neither is what the op gives."""
     def fake(*inputs):
         if plugin.meta_impl is not None:
             outs = plugin.meta_impl(*inputs)
         else:
             outs = body(*inputs)
-        if n_out == 1:
-            return outs[0] if isinstance(outs, (tuple, list)) else outs
-        return tuple(o.clone() if any(o is i for i in inputs) else o for o in outs)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        fresh = tuple(o.new_empty(o.shape) for o in outs)
+        return fresh[0] if n_out == 1 else fresh
 
     return fake
 

@@ -23,7 +23,7 @@ import torch.fx
 from torch import nn
 from torch.export import ExportedProgram
 
-from . import core, graph, markers, ops, refusals
+from . import core, graph, layout, markers, ops, refusals
 from . import selectors as _selectors
 from .aot.eager import run as launch
 from .core import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
@@ -398,6 +398,10 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     for m in reversed(members):
         g.erase_node(m)
     lap("erase")
+    # The pass planned the op's outputs with the region outputs' strides; the kernel writes
+    # contiguous buffers, and the nodes reading them are traced again to match.
+    under_fake |= layout.densify(g, added, _lock_of) if added else False
+    lap("layout")
     if not isinstance(program, ExportedProgram) and outcome.edits:
         if in_place:
             program.recompile()

@@ -40,6 +40,14 @@ pub struct RegionDecl {
     /// name; absent, the boundary's default order applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Vec<String>>,
+    /// The region's outputs in the order the user fixed (`lower_as(..., outputs=...)`), by node
+    /// name: every value read outside the region, each once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Vec<String>>,
+    /// The tensors a `@lower_as` function returned, in return order, by node name: the region's
+    /// outputs among them come first in this order, any other output after them in node order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<Vec<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

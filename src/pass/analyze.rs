@@ -141,7 +141,7 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
         ));
     }
     validate::validate_all(&g, &dag, &mut candidates, &|r| impls.get(&r.impl_key).is_some_and(|d| d.mutates));
-    pin_annotated_inputs(&g, &mut candidates);
+    pin_annotated_ports(&g, &mut candidates);
     for c in &mut candidates {
         if c.boundary().is_some() && !impls.contains_key(&c.region.impl_key) {
             c.refuse(format!("its impl `{}` is not registered with tta", c.region.impl_key));
@@ -157,14 +157,27 @@ pub fn analyze(g: Graph, impls: Impls, sel: &Selectors) -> Result<Analysis> {
     })
 }
 
-/// `lower_as(..., inputs=...)` fixes the order of an annotated region's inputs.
-fn pin_annotated_inputs(g: &Graph, candidates: &mut [Candidate]) {
+/// `lower_as(..., inputs=...)` fixes the order of an annotated region's inputs;
+/// `lower_as(..., outputs=...)`, or the return order of a decorated function, that of its outputs.
+fn pin_annotated_ports(g: &Graph, candidates: &mut [Candidate]) {
     for c in candidates {
-        let Some(order) = g.regions.get(&c.region.id).and_then(|d| d.inputs.as_ref()) else { continue };
-        if let Verdict::Valid(b) = &mut c.verdict {
-            if let Err(why) = boundary::pin_inputs(b, order) {
-                c.refuse(why);
-            }
+        let Some(decl) = g.regions.get(&c.region.id) else { continue };
+        let members = &c.region.members;
+        let computed = |name: &str| members.iter().any(|&m| g.nodes[m].name == name);
+        let Verdict::Valid(b) = &mut c.verdict else { continue };
+        let mut pinned = match &decl.inputs {
+            Some(order) => boundary::pin_inputs(b, order),
+            None => Ok(()),
+        };
+        if pinned.is_ok() {
+            pinned = match (&decl.outputs, &decl.returns) {
+                (Some(order), _) => boundary::pin_outputs(b, order, true, &computed),
+                (None, Some(order)) => boundary::pin_outputs(b, order, false, &computed),
+                (None, None) => Ok(()),
+            };
+        }
+        if let Err(why) = pinned {
+            c.refuse(why);
         }
     }
 }

@@ -7,7 +7,8 @@ use crate::graph::{Dag, Graph, Value};
 /// `inside(i)` tells membership. Inputs: activations (user inputs and computed values) in order
 /// of first use, then weights (parameters, buffers, constants) in order of first use, so that a
 /// decomposition reading a weight first (`linear` -> `permute(w)`, `addmm`) keeps the order.
-/// Outputs in node order. A pattern's signature (`order`) fixes both instead. Fails (with the reason) when a boundary
+/// Outputs in node order (`pin_outputs` puts them in the order the user chose). A pattern's
+/// signature (`order`) fixes both instead. Fails (with the reason) when a boundary
 /// value is neither a tensor nor an integer.
 pub fn compute(
     g: &Graph,
@@ -162,6 +163,48 @@ pub fn pin_inputs(b: &mut Boundary, order: &[String]) -> Result<(), String> {
         return Err("lower_as(inputs=...) lists a value twice".into());
     }
     b.inputs.sort_by_key(|p| listed(&p.name));
+    Ok(())
+}
+
+/// Put the outputs in the order the user fixed (node names). `exact` (`lower_as(outputs=...)`):
+/// the list must name every output, each once, and nothing else. Otherwise (the tensors a
+/// decorated function returned) the outputs it names come first in its order, the others
+/// follow in node order, and names that are no output are passed over. `computed` tells a
+/// region member's name (for saying why a listed value is no output).
+pub fn pin_outputs(
+    b: &mut Boundary,
+    order: &[String],
+    exact: bool,
+    computed: &dyn Fn(&str) -> bool,
+) -> Result<(), String> {
+    let listed = |name: &str| order.iter().position(|o| o == name);
+    if exact {
+        if let Some(p) = b.outputs.iter().find(|p| listed(&p.name).is_none()) {
+            return Err(format!(
+                "`{}` is used after the region, but lower_as(outputs=...) does not list it; list every value \
+                 the region computes that is used after it",
+                p.name
+            ));
+        }
+        for (k, name) in order.iter().enumerate() {
+            if order[..k].contains(name) {
+                return Err(format!(
+                    "lower_as(outputs=...) lists `{name}` twice (positions {} and {k})",
+                    listed(name).unwrap_or(0)
+                ));
+            }
+            if !b.outputs.iter().any(|p| &p.name == name) {
+                let why = if computed(name) {
+                    "which the region computes but nothing after it uses, so it is no output"
+                } else {
+                    "which the region does not compute (it is an input, or a value from outside the region)"
+                };
+                return Err(format!("lower_as(outputs=...) lists `{name}` (position {k}), {why}"));
+            }
+        }
+    }
+    // Unlisted outputs keep their node order after the listed ones (a stable sort).
+    b.outputs.sort_by_key(|p| listed(&p.name).unwrap_or(usize::MAX));
     Ok(())
 }
 

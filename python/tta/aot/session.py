@@ -156,9 +156,11 @@ class Session:
         for o in outs:
             if not isinstance(o, torch.Tensor):
                 raise PluginError(f"{where}: the output function returned {type(o).__name__}, not tensors")
-        # Kernels write dense buffers; TensorRT hands plugins contiguous (LINEAR) tensors.
+        # Kernels write dense buffers of their own; TensorRT hands plugins contiguous (LINEAR)
+        # tensors. A fake impl may return an input (``return x``, as Torch-TensorRT's examples
+        # do) or a view of one: the output is still a buffer of its own, never the input's.
         with self.mode:
-            self.outputs = [o if o.is_contiguous() else torch.empty(o.shape, dtype=o.dtype) for o in outs]
+            self.outputs = [torch.empty(o.shape, dtype=o.dtype) for o in outs]
         return self.outputs
 
     def output_metas(self) -> list[TensorType]:
