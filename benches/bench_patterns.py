@@ -34,7 +34,7 @@ import torch.fx
 from torch.fx.passes.utils.matcher_utils import SubgraphMatcher
 
 import tta
-from tta import patterns, selectors
+from tta.fx import patterns, selectors
 
 
 def ours(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> tuple[set[frozenset[str]], float]:
@@ -50,8 +50,9 @@ def ours(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> tuple[set[
 
 def select_ms(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> float:
     """The Rust matcher alone (building regions from the pattern, before validation)."""
-    from tta import core, graph
-    from tta.plugin import declarations
+    from tta.common import bridge as core
+    from tta.fx import serialize as graph
+    from tta.declare.plugin import declarations
 
     graph_json = graph.to_json(gm.graph)
     sel_doc, keys = selectors.encode([sel], gm)

@@ -32,8 +32,9 @@ import torch.fx
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import tta
-from tta import core, graph
-from tta.annotate import TAG_PREFIX
+from tta.common import bridge as core
+from tta.fx import serialize as graph
+from tta.declare.annotate import TAG_PREFIX
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
@@ -109,7 +110,7 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     # "read" stage below).
     header, texts = graph.Serializer().graph_parts(gm.graph)
     doc = json.loads(header)
-    impls = tta.plugin.declarations({r["impl"] for r in doc["regions"].values()})
+    impls = tta.declare.plugin.declarations({r["impl"] for r in doc["regions"].values()})
 
     def rust_only():
         outcome = core.analyze(header, impls, nodes=texts).outline()

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import tta
-from tta import core
+from tta.common import bridge as core
 from tta.examples.kernels import add_relu, rmsnorm as rms_kernel
 
 # 1. Describe the plugins: the user's own kernels (plain launch code, one TensorRT tactic per

@@ -11,10 +11,9 @@ Rust core start without importing torch.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING
 
+from . import _aliases
 from .errors import (
     AnnotationError,
     EagerFallbackWarning,
@@ -32,26 +31,25 @@ from .errors import (
 _LAZY = {
     "compile": "backends",
     "aot_compile": "inductor.compile",
-    "check_kernels": "check",
     "custom_op": "trt.custom_op",
-    "explain": "explain",
-    "lower_as": "annotate",
-    "Plugin": "plugin",
-    "custom_plugin": "plugin",
-    "eager_paths": "eager_stats",
-    "RegionReport": "core",
-    "RewriteResult": "rewrite",
-    "rewrite": "rewrite",
-    "save_graph": "graph_file",
-    "ModuleSelector": "selectors",
-    "PatternSelector": "selectors",
-    "find_regions": "rewrite",
-    "lower_modules": "rewrite",
-    "lower_pattern": "selectors",
-    "KernelSpec": "specs",
-    "cutedsl": "specs",
-    "cutile": "specs",
-    "triton": "specs",
+    "explain": "tools.explain",
+    "lower_as": "declare.annotate",
+    "Plugin": "declare.plugin",
+    "custom_plugin": "declare.plugin",
+    "eager_paths": "runtime.eager_stats",
+    "RegionReport": "common.bridge",
+    "RewriteResult": "fx.pipeline",
+    "rewrite": "fx.pipeline",
+    "save_graph": "tools.graph_file",
+    "ModuleSelector": "fx.selectors",
+    "PatternSelector": "fx.selectors",
+    "find_regions": "fx.pipeline",
+    "lower_modules": "fx.pipeline",
+    "lower_pattern": "fx.selectors",
+    "KernelSpec": "declare.specs",
+    "cutedsl": "declare.specs",
+    "cutile": "declare.specs",
+    "triton": "declare.specs",
 }
 
 _ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "KernelCheckError", "MissingPackageError", "PackageRuntimeWarning",
@@ -73,29 +71,22 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value) -> None:
-        # Importing the submodule tta.rewrite binds it on the package under the name of the
-        # public function tta.rewrite; the function keeps the name (as with eager imports).
-        if name in _LAZY and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+# Module paths from before the package had layer folders (tta.markers, tta.gpu.conformance, ...)
+# still import, with a DeprecationWarning (see _aliases.py).
+_aliases.install()
 
 
 if TYPE_CHECKING:
-    from .annotate import lower_as
+    from .declare.annotate import lower_as
     from .backends import compile
-    from .check import check_kernels
+    from .verify.check import check_kernels
     from .inductor.compile import aot_compile
     from .trt.custom_op import custom_op
-    from .explain import explain
-    from .plugin import Plugin, custom_plugin
-    from .eager_stats import eager_paths
-    from .core import RegionReport
-    from .rewrite import RewriteResult, find_regions, lower_modules, rewrite
-    from .graph_file import save_graph
-    from .selectors import ModuleSelector, PatternSelector, lower_pattern
-    from .specs import KernelSpec, cutedsl, cutile, triton
+    from .tools.explain import explain
+    from .declare.plugin import Plugin, custom_plugin
+    from .runtime.eager_stats import eager_paths
+    from .common.bridge import RegionReport
+    from .fx.pipeline import RewriteResult, find_regions, lower_modules, rewrite
+    from .tools.graph_file import save_graph
+    from .fx.selectors import ModuleSelector, PatternSelector, lower_pattern
+    from .declare.specs import KernelSpec, cutedsl, cutile, triton

@@ -1,4 +1,4 @@
-"""Types of the Rust extension (``src/python/``). Only ``tta.core`` calls it: arguments and
+"""Types of the Rust extension (``src/python/``). Only ``tta.common.bridge`` calls it: arguments and
 results are JSON text or bytes, decoded there into dataclasses, except that ``FxReader`` reads
 fx graph nodes themselves."""
 
@@ -35,7 +35,7 @@ class Outcome:
 
 @final
 class FxReader:
-    """Reads fx graph nodes into the pass; ``facts`` is a ``tta.graph.Serializer``."""
+    """Reads fx graph nodes into the pass; ``facts`` is a ``tta.fx.serialize.Serializer``."""
 
     def __init__(self, facts: Any, node_type: type, tensor_type: type, sym_int_type: type, strided: Any, weights: list[str]) -> None: ...
     def read(self, nodes: Iterable[Any], by_name: dict[str, Any] | None = None) -> None: ...

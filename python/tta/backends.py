@@ -30,7 +30,7 @@ def compile(  # noqa: A001 - the public name is tta.compile
     Returns the compiled module; its ``tta_report`` says, per region, what runs it.
     """
     if backend == "tensorrt":
-        from .packages import require
+        from .common.required import require
 
         require(("torch_tensorrt", "tensorrt", "tensorrt.plugin"), "tta.compile(backend='tensorrt')",
                 "Without TensorRT, tta.compile(..., backend='inductor') runs the same regions through torch.compile.")

@@ -16,7 +16,7 @@ class PluginError(TTAError):
 
 
 class KernelCheckError(PluginError):
-    """A plugin's kernel does not compute what the region it replaces computes (``tta.check``):
+    """A plugin's kernel does not compute what the region it replaces computes (``tta.verify.check``):
     ``region`` and ``source`` name the region, ``config`` the kernel config, ``output`` the
     output by name; ``report`` is the whole check (``KernelCheck``)."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import types
 
-from tta import core
+from tta.common import bridge as core
 
 _TRTP = types.SimpleNamespace(cdiv=lambda a, b: -(-a // b), max=max, min=min)
 

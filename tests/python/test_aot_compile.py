@@ -65,7 +65,7 @@ def test_conformance_runner_plumbing_without_a_gpu(tmp_path):
     """The isolated runner (one child process per backend, rows streamed back) reports every
     case of the manifest; on a machine without a GPU each one is an error saying why."""
     from tta.aot.base import write_manifest
-    from tta.gpu import conformance
+    from tta.tools.gpu import conformance
 
     ex = by_name("triton_softmax")
     ks = C.compile_specs([ex.spec()], ex.input_metas(torch.float32), ex.meta, cache=False, progress=False)

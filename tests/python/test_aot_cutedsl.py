@@ -11,10 +11,10 @@ import pytest
 import torch
 
 import cutedsl_cases as cases
-import tta.specs as specs
+import tta.declare.specs as specs
 from expr_checks import expressions_render_for_tensorrt
-from tta import core
-from tta.aot import cutedsl
+from tta.common import bridge as core
+from tta.aot.cutedsl import backend as cutedsl
 from tta.aot.base import symbol_values
 from tta.aot.driver import compile_spec
 from tta.aot.session import TensorType

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 import cutile_cases as cases
-import tta.specs as specs
+import tta.declare.specs as specs
 from expr_checks import expressions_render_for_tensorrt
-from tta import core
-from tta.aot import cutile, ptxabi
+from tta.common import bridge as core
+from tta.aot.cutile import backend as cutile
+from tta.aot import ptxabi
 from tta.aot.base import symbol_values
 from tta.aot.driver import compile_spec
 from tta.aot.session import TensorType
@@ -185,7 +186,7 @@ def test_inductor_kernel_bundle_of_a_cutile_plugin(tmp_path):
     """What the Inductor backend launches for a cuTile region (tta_cubin::<op>): its kernels
     compiled here per plugin name, one per config, saved and read back; the launcher picks by
     dtype. The launch itself runs on the GPU (test_gpu_backends.py)."""
-    from tta.gpu import build_bundle, models
+    from tta.tools.gpu import build_bundle, models
     from tta.inductor.cubin_ops import Launcher
     from tta.inductor.kernel_bundle import compile_bundle, load_bundle, save_bundle
 

@@ -10,10 +10,10 @@ import torch
 import triton
 import triton.language as tl
 
-from tta import core
+from tta.common import bridge as core
 from tta.aot import ptxabi
-from tta.core import QdpSlots
-from tta.aot import triton as tb
+from tta.common.bridge import QdpSlots
+from tta.aot.triton import backend as tb
 from tta.aot.compile import compile_specs
 from tta.aot.session import TensorType
 from tta.errors import PluginError
@@ -42,7 +42,7 @@ CASES = [(ex.name, dt) for ex in TRITON_EXAMPLES for dt in ex.dtypes]
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    from tta.cache import Cache
+    from tta.common.cache import Cache
 
     cache = Cache(tmp_path_factory.mktemp("cache"))
     out = {}
@@ -101,7 +101,7 @@ def test_each_config_is_its_own_specialization(compiled):
 def test_no_divisibility_hints_unless_asked():
     """The AOT signature carries no tt.divisibility: a kernel whose only fast path would come from
     such hints stays scalar; the explicit opt-in turns it on (so the attrs do reach Triton)."""
-    from tta.specs import triton as triton_spec
+    from tta.declare.specs import triton as triton_spec
 
     metas = [TensorType.dynamic(torch.float16, 1)]
     spec = triton_spec(launch_plain_copy, [{"BLOCK": 1024}])

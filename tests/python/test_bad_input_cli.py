@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import tta
-from tta import cli
+from tta.tools import cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "fixtures", "nonconvex.json")
@@ -114,7 +114,7 @@ def test_graph_file_command_line(tmp_path):
     pt2 = tmp_path / "m.pt2"
     torch.export.save(ep, pt2)
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
-    out = subprocess.run([sys.executable, "-m", "tta.graph_file", str(pt2), str(tmp_path / "g.json")], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "tta.tools.graph_file", str(pt2), str(tmp_path / "g.json")], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.load(open(tmp_path / "g.json"))["graph"]["format"] == "tta-graph"
     for source, message in [
@@ -122,5 +122,5 @@ def test_graph_file_command_line(tmp_path):
         ("json:nothing_here", "module 'json' has no attribute 'nothing_here'"),
         ("json:__name__", "tta.save_graph takes an ExportedProgram or a GraphModule, got str"),
     ]:
-        out = subprocess.run([sys.executable, "-m", "tta.graph_file", source, str(tmp_path / "x.json")], capture_output=True, text=True, env=env, timeout=300)
-        assert out.returncode == 2 and out.stderr == f"python -m tta.graph_file: error: {message}\n", out.stderr
+        out = subprocess.run([sys.executable, "-m", "tta.tools.graph_file", source, str(tmp_path / "x.json")], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 2 and out.stderr == f"python -m tta.tools.graph_file: error: {message}\n", out.stderr

@@ -14,9 +14,9 @@ import torch
 from tta.aot import compile as C
 from tta.aot import driver
 from tta.aot.session import TensorType
-from tta.cache import Cache, CacheWarning, digest
+from tta.common.cache import Cache, CacheWarning, digest
 from tta.examples.kernels import by_name
-from tta.specs import triton as triton_spec
+from tta.declare.specs import triton as triton_spec
 
 
 def test_put_get_roundtrip_and_miss(tmp_path):
@@ -117,7 +117,7 @@ def test_compile_specs_hits_the_cache_and_keys_cover_inputs(tmp_path, monkeypatc
         kw.update(change)
         with pytest.raises(AssertionError, match="compiled although cached"):
             C.compile_specs([ex.spec()], **kw)
-    from tta.specs import triton as triton_spec
+    from tta.declare.specs import triton as triton_spec
 
     with pytest.raises(AssertionError, match="compiled although cached"):
         C.compile_specs([triton_spec(ex.launch_fn, [{"BLOCK": 4096}])], _metas(ex), ex.meta, cache=Cache(tmp_path), progress=False)

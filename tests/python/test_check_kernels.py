@@ -13,8 +13,8 @@ import torch
 
 import check_cases as cc
 import tta
-from tta import check_inputs
-from tta.check_report import FAIL, NOT_RUN, PASS, SKIPPED
+from tta.verify import inputs as check_inputs
+from tta.verify.report import FAIL, NOT_RUN, PASS, SKIPPED
 from tta.errors import KernelCheckError
 
 
@@ -91,7 +91,7 @@ def test_elements_a_kernel_never_writes_are_caught():
 
 @pytest.mark.parametrize("dsl,title", [("cutile", "cuTile"), ("cutedsl", "CuTeDSL")])
 def test_cutile_and_cutedsl_kernels_on_a_cpu_are_reported_not_run(dsl, title):
-    from tta.specs import installed
+    from tta.declare.specs import installed
 
     if not installed(dsl):  # a plugin cannot even be declared without its DSL
         pytest.skip(f"{dsl} is not installed")
@@ -128,7 +128,7 @@ def test_tta_compile_checks_by_default_and_check_kernels_false_skips():
 
 
 def test_a_passing_check_is_cached(tmp_path):
-    from tta.cache import Cache
+    from tta.common.cache import Cache
 
     model, x = _add_rmsnorm(cc.TTA_ORDER)
     result = _rewrite(model, x)
@@ -145,7 +145,7 @@ def test_a_passing_check_is_cached(tmp_path):
 
 
 def test_sizes_stay_inside_the_ranges_and_differ_per_dim():
-    from tta.core import Port
+    from tta.common.bridge import Port
 
     ports = [Port(name="x", kind="tensor", dtype="float32", shape=("s0", "s1", 8)), Port(name="w", kind="tensor", dtype="float32", shape=("s1",))]
     sets = check_inputs.size_sets(ports, {"s0": (1, 4), "s1": (16, 17)}, 2)
@@ -189,7 +189,7 @@ def _env(region, inputs) -> dict:
 def test_every_example_kernel_passes_the_check(ex):
     """The project's example kernels against their references, at their first two test sizes
     (Triton under the interpreter; cuTile/CuTeDSL: the note that they did not run)."""
-    from tta.specs import installed
+    from tta.declare.specs import installed
 
     if not ex.buildable() or not installed(ex.backend):
         pytest.skip(f"{ex.name} needs {ex.requires or ex.backend}")
@@ -213,7 +213,7 @@ def test_every_example_kernel_passes_the_check(ex):
 
 @pytest.mark.parametrize("name", ["residual", "llama", "attention"])
 def test_the_end_to_end_models_pass_the_check(name):
-    from tta.gpu import models
+    from tta.tools.gpu import models
 
     case = models.by_name(name)
     model = case.model(torch.bfloat16, "cpu")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import concurrency_model as cm
 import tta
-from tta import ops
-from tta.cache import Cache
+from tta.runtime import ops
+from tta.common.cache import Cache
 
 _tags = itertools.count()
 

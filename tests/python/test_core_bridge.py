@@ -1,5 +1,5 @@
 """The bridge to the Rust core: ``_core.pyi`` names exactly what the extension exposes, and
-``tta.core`` hands out typed values and GraphErrors, never JSON text or a raw CoreError."""
+``tta.common.bridge`` hands out typed values and GraphErrors, never JSON text or a raw CoreError."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import tta
-from tta import _core, core
+from tta import _core
+from tta.common import bridge as core
 
 
 def _stub_names() -> dict[str, set[str]]:
@@ -75,7 +76,7 @@ def test_decoded_dataclasses_have_every_field_their_constructor_sets():
     each must still carry every field, equal and hash like one built by its constructor."""
     import dataclasses
 
-    from tta import core
+    from tta.common import bridge as core
 
     tensor = core.Port.decode({"name": "x", "kind": "tensor", "dtype": "float32", "shape": [2, "s0"]})
     sym = core.Port.decode({"name": "n", "kind": "sym_int", "expr": "s0", "mutated": True})
@@ -90,7 +91,7 @@ def test_decoded_dataclasses_have_every_field_their_constructor_sets():
     import models
 
     ep = torch.export.export(models.build("residual_add_relu"), models.example_inputs("residual_add_relu"))
-    analysis, _ = importlib.import_module("tta.rewrite")._analyze(ep.graph, None)
+    analysis, _ = importlib.import_module("tta.fx.pipeline")._analyze(ep.graph, None)
     members, summary = tta.find_regions(ep), analysis.summary()
     assert members and summary
     for decoded in [*members, *summary, *summary[0].inputs]:

@@ -29,7 +29,7 @@ def test_nan_and_inf_literals_pass_the_rewrite_check(check):
 
 
 def test_graph_json_encodes_non_finite_floats_as_tagged_strings():
-    from tta import graph
+    from tta.fx import serialize as graph
 
     ep = torch.export.export(NanFill(), (torch.randn(4, 8),))
     text = graph.to_json(ep.graph)

@@ -1,14 +1,14 @@
 """cuTile kernels as PTX for TensorRT: the PTX embedded in tileiras' CUBIN, relabelled from a
-tile kernel to a plain one (``tta.aot.cutile_ptx``)."""
+tile kernel to a plain one (``tta.aot.cutile.ptx``)."""
 
 import dataclasses
 
 import pytest
 import torch
 
-from tta import core
+from tta.common import bridge as core
 from tta.aot.compile import compile_specs
-from tta.aot.cutile_ptx import ptx_variant
+from tta.aot.cutile.ptx import ptx_variant
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
 

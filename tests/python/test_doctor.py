@@ -11,8 +11,9 @@ import warnings
 
 import pytest
 
-from tta import cli
-from tta.tools import cuda_driver, doctor, doctor_checks, doctor_engine, known_bugs, packages
+from tta.tools import cli
+from tta.common import cuda_driver, known_bugs, packages
+from tta.tools import doctor, doctor_checks, doctor_engine
 
 TRT_MODULES = ("tensorrt", "tensorrt.plugin", "tensorrt_bindings", "torch_tensorrt")
 TRT_DISTS = ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu13-bindings", "tensorrt-cu12-bindings",
@@ -101,7 +102,7 @@ def test_a_cache_that_cannot_be_written_is_a_problem(monkeypatch, tmp_path, caps
 
 
 def test_cache_row_counts_entries(monkeypatch, tmp_path):
-    from tta.cache import Cache
+    from tta.common.cache import Cache
 
     monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path))
     c = Cache(tmp_path)
@@ -317,7 +318,7 @@ def test_doctor_on_a_gpu_machine(capsys):
     assert gpu.status == doctor.OK and f"SM {major}.{minor}" in gpu.found and torch.cuda.get_device_name(0) in gpu.found
     drv = cuda_driver.driver_version()
     try:
-        from tta.gpu.driver import driver_version as cuda_python_driver
+        from tta.runtime.launcher import driver_version as cuda_python_driver
     except ImportError:
         cuda_python_driver = None
     if cuda_python_driver is not None:

@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from tta.aot import eager
+from tta.runtime import eager
 from tta.examples.kernels import by_name, examples
 
 # Runs in a child process: TRITON_INTERPRET must be set before triton is imported (the @jit

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import tta
-from tta import eager_stats, ops
-from tta.aot import eager
+from tta.runtime import eager_stats, ops
+from tta.runtime import eager
 from tta.examples.kernels import add_relu
 
 fused = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}]),

@@ -13,8 +13,9 @@ import torch
 import torch.fx
 
 import tta
-from tta import graph, markers
-from tta.graph_copy import copy_graph
+from tta.fx import serialize as graph
+from tta.declare import markers
+from tta.fx.graph_copy import copy_graph
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 import models  # noqa: E402
@@ -140,15 +141,15 @@ def test_reader_refuses_a_second_analyze_and_an_unread_graph():
     s = graph.Serializer()
     reader = s.reader()
     with pytest.raises(tta.GraphError, match="call read"):
-        tta.core.analyze(s.header(), {}, reader=reader)
+        tta.common.bridge.analyze(s.header(), {}, reader=reader)
     reader.read(_symbolic_trace().nodes)
-    tta.core.analyze(s.header(), {}, reader=reader)
+    tta.common.bridge.analyze(s.header(), {}, reader=reader)
     with pytest.raises(tta.GraphError, match="holds no nodes"):
-        tta.core.analyze(s.header(), {}, reader=reader)
+        tta.common.bridge.analyze(s.header(), {}, reader=reader)
 
 
 def test_check_catches_a_changed_value_on_an_untouched_node(monkeypatch):
-    rw = importlib.import_module("tta.rewrite")
+    rw = importlib.import_module("tta.fx.pipeline")
     real_apply = rw._apply
 
     def bad_apply(g, *args):

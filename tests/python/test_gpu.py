@@ -18,7 +18,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def max_ptx():
     from tta.aot import ptxabi
-    from tta.gpu.driver import driver_version
+    from tta.runtime.launcher import driver_version
 
     return ptxabi.max_ptx_for_driver(driver_version())
 
@@ -34,9 +34,9 @@ def _triton_examples():
 def test_fresh_compile_launched_the_qdp_way(name, max_ptx, tmp_path):
     from tta.aot.base import guards_hold, symbol_values
     from tta.aot.compile import compile_specs
-    from tta.cache import Cache
+    from tta.common.cache import Cache
     from tta.examples.kernels import by_name
-    from tta.gpu.driver import Loaded
+    from tta.runtime.launcher import Loaded
 
     ex = by_name(name)
     for dtype in ex.dtypes:
@@ -55,7 +55,7 @@ def test_fresh_compile_launched_the_qdp_way(name, max_ptx, tmp_path):
 
 @pytest.mark.parametrize("name", [ex.name for ex in _triton_examples()])
 def test_eager_launch_uses_the_kernel_on_cuda(name, monkeypatch):
-    from tta.aot import eager
+    from tta.runtime import eager
     from tta.examples.kernels import by_name
 
     ex = by_name(name)
@@ -84,9 +84,9 @@ def test_rmsnorm_rows_at_every_alignment_the_qdp_way(max_ptx, tmp_path):
     """Ragged rows (misaligned heads), rows shorter than a vector, and views whose input and
     output are misaligned differently (the element-wise path), launched as TensorRT would."""
     from tta.aot.compile import compile_specs
-    from tta.cache import Cache
+    from tta.common.cache import Cache
     from tta.examples.kernels import by_name
-    from tta.gpu.driver import Loaded
+    from tta.runtime.launcher import Loaded
 
     ex = by_name("triton_rmsnorm")
     checked = 0
@@ -132,8 +132,8 @@ def launch_matmul(a, b, c, *, BM=128, BN=256, BK=128, num_warps=8):
 def test_kernel_with_more_than_48kb_shared_memory(max_ptx):
     from tta.aot.compile import compile_specs
     from tta.aot.session import TensorType
-    from tta.gpu.driver import Loaded
-    from tta.specs import triton as triton_spec
+    from tta.runtime.launcher import Loaded
+    from tta.declare.specs import triton as triton_spec
 
     (k,) = compile_specs(
         [triton_spec(launch_matmul, [{}])],
@@ -156,7 +156,7 @@ def test_conformance_runner_on_a_small_manifest(tmp_path, max_ptx):
     from tta.aot.base import write_manifest
     from tta.aot.compile import compile_specs
     from tta.examples.kernels import by_name
-    from tta.gpu import conformance
+    from tta.tools.gpu import conformance
 
     ex = by_name("triton_softmax")
     ks = compile_specs([ex.spec()], ex.input_metas(torch.float32), ex.meta, max_ptx=max_ptx, cache=False, progress=False)

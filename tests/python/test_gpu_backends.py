@@ -1,5 +1,5 @@
 """GPU end to end (``-m gpu``; fails without a CUDA device, never skips): the models of
-``tta.gpu.models`` through tta's eager rewrite, ``tta.compile(backend="inductor")`` and
+``tta.tools.gpu.models`` through tta's eager rewrite, ``tta.compile(backend="inductor")`` and
 ``tta.aot_compile`` (the package loaded in a fresh process that never imports tta), in fp16 and
 bf16, at three sizes of a dynamic batch dim, against the original model in the same dtype.
 
@@ -21,8 +21,8 @@ import triton
 import triton.language as tl
 
 import tta
-from tta import eager_stats
-from tta.gpu import models
+from tta.runtime import eager_stats
+from tta.tools.gpu import models
 
 pytestmark = pytest.mark.gpu
 
@@ -196,7 +196,7 @@ def _dsl_bundle() -> str:
     path = os.environ.get("TTA_DSL_BUNDLE", "")
     assert os.path.isfile(path), (
         "TTA_DSL_BUNDLE must name a kernel bundle built where cuTile and CuTeDSL are installed: "
-        "python -m tta.gpu.build_bundle OUT.json --max-ptx 90"
+        "python -m tta.tools.gpu.build_bundle OUT.json --max-ptx 90"
     )
     return path
 
@@ -210,13 +210,13 @@ def test_dsl_kernel_runs_as_its_compiled_artifact_under_inductor(backend, dtype,
     inside a CUDA graph; the kernel is seen running and its outputs match."""
     from unittest import mock
 
-    from tta.gpu import build_bundle
+    from tta.tools.gpu import build_bundle
     from tta.inductor import program as lowering
     from tta.inductor.kernel_bundle import load_bundle
 
     path = _dsl_bundle()
     # Declared as on the machine that compiled it: only the compiled artifact runs here.
-    with mock.patch("tta.specs.installed", return_value=True):
+    with mock.patch("tta.declare.specs.installed", return_value=True):
         plugin = models.dsl_add_relu_plugin(backend)
     entries = {k.entry for k in load_bundle(path)[plugin.name]}
     model = models.DSLResidualBlock(plugin)

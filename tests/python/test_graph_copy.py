@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.fx
 
-from tta import graph_copy
-from tta.graph_copy import copy_graph
+from tta.fx import graph_copy
+from tta.fx.graph_copy import copy_graph
 
 
 class Seq(torch.nn.Module):
@@ -64,7 +64,7 @@ def test_copy_is_independent_and_names_stay_unique():
 
 
 def test_a_torch_without_the_graph_internals_gets_fx_copy_with_names_kept(monkeypatch):
-    from tta import graph_copy
+    from tta.fx import graph_copy
 
     g = _graph()
     fast = copy_graph(g)

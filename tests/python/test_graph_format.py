@@ -8,7 +8,8 @@ import torch
 import torch.fx
 
 import tta
-from tta import core, graph
+from tta.common import bridge as core
+from tta.fx import serialize as graph
 
 
 def _gm():
@@ -111,7 +112,7 @@ def test_symbolic_trace_graph_with_modules_and_methods_round_trips():
 def test_cli_reports_a_fixture(capsys):
     import os
 
-    from tta import cli
+    from tta.tools import cli
 
     here = os.path.dirname(os.path.abspath(__file__))
     assert cli.main(["report", os.path.join(here, "..", "fixtures", "nonconvex.json")]) == 0
@@ -121,7 +122,7 @@ def test_cli_reports_a_fixture(capsys):
 
 def _tagged_chain(n_regions: int, gap: int):
     """A chain of ops with a two-op region every `gap` ops."""
-    from tta.annotate import TAG_PREFIX
+    from tta.declare.annotate import TAG_PREFIX
 
     plugin = tta.custom_plugin(name="format_parts", meta_impl=lambda a: a.new_empty(a.shape))
     aten, val = torch.ops.aten, torch.empty(8, 8, device="meta")
@@ -145,7 +146,7 @@ def test_a_graph_given_as_node_texts_is_rewritten_to_the_same_text_as_the_whole_
     # across several parallel pieces (4096 nodes each), with the regions' readers rewired.
     g, plugin = _tagged_chain(30, 300)
     header, texts = graph.Serializer().graph_parts(g)
-    impls = tta.plugin.declarations({plugin.key})
+    impls = tta.declare.plugin.declarations({plugin.key})
     whole = header.replace('"nodes":[]', '"nodes":[' + ",".join(texts) + "]")
     from_parts = core.analyze(header, impls, nodes=texts).outline()
     from_whole = core.analyze(whole, impls).outline()

@@ -74,7 +74,7 @@ def _user_kernels(gm) -> list[str]:
 
 @pytest.mark.parametrize("name,kernels", [("residual", ["add_relu_kernel"]), ("llama", ["rmsnorm_kernel", "rmsnorm_kernel", "swiglu_kernel"])])
 def test_inductor_receives_the_user_kernels(name, kernels):
-    from tta.gpu import models
+    from tta.tools.gpu import models
 
     case = models.by_name(name)
     model = case.model(torch.bfloat16, "cpu")
@@ -140,10 +140,10 @@ def _never_launched(x, y, out, *, TILE: int = 1024):
 
 
 def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
-    import tta.specs
+    import tta.declare.specs
 
     # The fallback is decided from the spec's backend alone, so the DSL need not be installed.
-    monkeypatch.setattr(tta.specs, "installed", lambda backend: True)
+    monkeypatch.setattr(tta.declare.specs, "installed", lambda backend: True)
     plugin = tta.custom_plugin(kernel=tta.cutile(_never_launched, configs=[{"TILE": 1024}]), meta_impl=lambda x, y: x.new_empty(x.shape),
                                name="cutile_add_relu_e2e")
     monkeypatch.undo()
@@ -333,7 +333,7 @@ def test_each_call_gets_the_first_config_its_sizes_fit(cols, block):
     first config that holds the row."""
     from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
-    from tta.gpu.models import RMSNorm
+    from tta.tools.gpu.models import RMSNorm
 
     class Norm(torch.nn.Module):
         def __init__(self):

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 
 import tta
-from tta import core
+from tta.common import bridge as core
 from tta.aot.compile import compile_plugin, compile_specs
 from tta.aot.session import TensorType
 from tta.errors import PluginError

@@ -21,7 +21,7 @@ import torch
 
 import tta
 from tta.errors import MissingPackageError, TTAError
-from tta.gpu import models
+from tta.tools.gpu import models
 from tta.inductor import program as lowering
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

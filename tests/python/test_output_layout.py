@@ -102,8 +102,8 @@ def test_the_inductor_backend_compiles_the_attention_region():
 def test_flash_attention_kernel_region_then_transpose_reshape_on_cuda(decompose):
     # The failure this fixes: the op node kept SDPA's transposed stride, the kernel wrote a
     # contiguous buffer, and the `view` after `transpose(1, 2)` failed on the GPU.
-    from tta import eager_stats
-    from tta.gpu.models import ATTENTION  # the flash-attention Triton kernel (causal)
+    from tta.runtime import eager_stats
+    from tta.tools.gpu.models import ATTENTION  # the flash-attention Triton kernel (causal)
 
     model = Attention(ATTENTION, causal=True)
     inputs = _qkv(64, device="cuda", dtype=torch.float16)

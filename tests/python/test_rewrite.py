@@ -8,7 +8,7 @@ import torch
 
 import models
 import tta
-from tta import ops
+from tta.runtime import ops
 
 VALID = ["residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output"]
 EXPECTED_OUTLINED = {"residual_add_relu": 1, "transformer_rmsnorm": 3, "loop12": 12, "dynamic_batch": 3, "multi_output": 1, "shared_output": 1}
@@ -100,7 +100,7 @@ def test_a_failed_rewrite_leaves_the_graph_module_as_it_was(monkeypatch, failure
     model, ep = export("transformer_rmsnorm")
     gm = ep.module()
     before_code, before_nodes = gm.code, [(n.name, n.op, n.target, n.args) for n in gm.graph.nodes]
-    rw = sys.modules["tta.rewrite"]
+    rw = sys.modules["tta.fx.pipeline"]
     if failure == "registering an op":
         real_ensure = ops.ensure_op
         calls = []
@@ -138,7 +138,7 @@ def test_a_failed_rewrite_leaves_the_graph_module_as_it_was(monkeypatch, failure
 def _interleaved_region():
     """A GraphModule whose region {a, c} has an outside reader of `a` between its members:
     the plugin node takes `c`'s place, so that reader moves after it (a move to undo)."""
-    from tta.annotate import TAG_PREFIX
+    from tta.declare.annotate import TAG_PREFIX
 
     plugin = tta.custom_plugin(name="interleaved", meta_impl=lambda x: (x.new_empty(x.shape), x.new_empty(x.shape)))
     aten = torch.ops.aten
@@ -169,7 +169,7 @@ def test_a_graph_module_edited_in_place_is_restored_when_a_later_step_fails(monk
     # names fx saw given once already) succeeds.
     gm, inputs = _interleaved_region()
     want, before = gm(*inputs), _state(gm)
-    rw = sys.modules["tta.rewrite"]
+    rw = sys.modules["tta.fx.pipeline"]
     real_apply = rw._apply
     applied = []
 
@@ -388,7 +388,7 @@ def test_unregistered_impl_key_is_refused():
 @pytest.mark.parametrize("mode", [True, "full"], ids=["delta", "full"])
 @pytest.mark.parametrize("corruption", ["rewire", "reorder", "untouched-node"])
 def test_check_catches_a_wrong_apply(monkeypatch, mode, corruption):
-    rw = sys.modules["tta.rewrite"]
+    rw = sys.modules["tta.fx.pipeline"]
     real_apply = rw._apply
 
     def bad_apply(g, *args):

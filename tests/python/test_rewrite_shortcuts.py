@@ -11,10 +11,10 @@ import torch.fx
 from torch._export.verifier import SpecViolationError
 
 import tta
-from tta import exported
-from tta.graph_copy import copy_graph
+from tta.fx import exported
+from tta.fx.graph_copy import copy_graph
 
-rewrite_module = importlib.import_module("tta.rewrite")
+rewrite_module = importlib.import_module("tta.fx.pipeline")
 
 
 class Deep(torch.nn.Module):
@@ -206,7 +206,7 @@ def test_nogc_leaves_the_objects_it_moved_collectable_and_a_callers_freeze_alone
     import gc
     import weakref
 
-    from tta.graph import NoGC
+    from tta.fx.serialize import NoGC
 
     class Cycle:
         pass

@@ -10,7 +10,7 @@ from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
 import selector_models as sm
 import tta
-from tta.core import Origin
+from tta.common.bridge import Origin
 
 
 @pytest.fixture(scope="module")

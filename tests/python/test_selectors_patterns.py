@@ -11,7 +11,7 @@ from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
 import selector_models as sm
 import tta
-from tta.selectors import is_decomposed
+from tta.fx.selectors import is_decomposed
 
 
 def rmsnorm_fn(x, w):
@@ -213,7 +213,7 @@ def test_a_pattern_name_given_twice_is_labelled_by_the_pass():
 
 def _count_exports(monkeypatch) -> list:
     """The names of the pattern selectors that export, in order, from now on."""
-    from tta.patterns import PatternSelector
+    from tta.fx.patterns import PatternSelector
 
     exports = []
     real = PatternSelector._export

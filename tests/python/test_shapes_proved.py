@@ -20,7 +20,7 @@ from tta.aot import guards as tta_guards
 from tta.aot.base import guards_hold
 from tta.aot.compile import compile_plugin, region_input_types
 from tta.aot.session import Session, TensorType
-from tta.core import Port
+from tta.common.bridge import Port
 from tta.errors import PluginError
 
 

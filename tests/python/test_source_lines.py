@@ -4,7 +4,7 @@ the model code that ships inside the package (examples, the GPU end-to-end model
 import torch
 
 import tta
-from tta.gpu import models
+from tta.tools.gpu import models
 
 
 def test_package_models_report_their_own_line():

@@ -3,8 +3,8 @@
 Shapes are symbolic: dimension ``j`` of input ``k`` is the symbol ``i{k}_{j}`` (output ``k``:
 ``o{k}_{j}``), one distinct symbol per dimension, never a shared hint. Grid, shared memory and
 the int32 extras are expression strings over these symbols (the grammar of
-``src/lowering/expr.rs``), so the same compiled kernel serves every size; ``tta.core.eval_expr``
-evaluates them for concrete shapes and ``tta.core.trtp_expr`` renders them for TensorRT.
+``src/lowering/expr.rs``), so the same compiled kernel serves every size; ``tta.common.bridge.eval_expr``
+evaluates them for concrete shapes and ``tta.common.bridge.trtp_expr`` renders them for TensorRT.
 """
 
 from __future__ import annotations

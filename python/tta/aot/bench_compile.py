@@ -40,7 +40,7 @@ def _tasks():
 
 
 def cold_vs_cached(repeats: int = 3) -> list[dict]:
-    from ..cache import Cache
+    from ..common.cache import Cache
     from .compile import compile_specs
 
     rows = []

@@ -22,10 +22,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..cache import Cache, digest
-from ..dtypes import dtype_name
+from ..common.cache import Cache, digest
+from ..common.dtypes import dtype_name
 from ..errors import PluginError
-from ..identity import qualified_name, reachable_code, source_digest
+from ..common.identity import qualified_name, reachable_code, source_digest
 from .base import CompiledKernel, input_symbol
 from .driver import backend, compile_spec
 from .progress import Progress
@@ -330,8 +330,8 @@ def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 
     dims that are symbolic in the graph stay dynamic, dims export unified share one symbol, and
     ``ranges`` (``export_ranges``: the sizes export proved per symbol) bound them. Returns op
     name -> kernels (ops whose plugin has no kernels are left out)."""
-    from .. import ops
-    from ..plugin import lookup
+    from ..runtime import ops
+    from ..declare.plugin import lookup
 
     out: dict[str, list[CompiledKernel]] = {}
     for r in regions:

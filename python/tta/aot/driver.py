@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..errors import PluginError
-from ..identity import qualified_name
-from ..specs import KERNEL_DSLS
+from ..common.identity import qualified_name
+from ..declare.specs import KERNEL_DSLS
 from .base import CompiledKernel
 from .record import Interceptor, one_launch, run_launch
 from .session import Session, TensorType
@@ -67,7 +67,7 @@ def backend(name: str) -> Backend:
     if name not in KERNEL_DSLS:
         raise PluginError(f"unknown kernel backend {name!r} (expected one of {tuple(KERNEL_DSLS)})")
     try:
-        return importlib.import_module(f"tta.aot.{name}").BACKEND
+        return importlib.import_module(f"tta.aot.{name}.backend").BACKEND
     except ImportError as e:
         raise PluginError(f"the {name} AOT backend is not available: {e}") from e
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import core
-from ..core import ParamRole, PtxEntry, QdpSlots
+from ..common import bridge as core
+from ..common.bridge import ParamRole, PtxEntry, QdpSlots
 from ..errors import GraphError, PluginError
 
 

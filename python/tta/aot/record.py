@@ -15,7 +15,7 @@ import threading
 from typing import Any, Callable, ContextManager
 
 from ..errors import PluginError
-from ..identity import qualified_name
+from ..common.identity import qualified_name
 from .session import Session
 
 Interceptor = Callable[[Callable[[Any], None]], ContextManager]

@@ -22,8 +22,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-from .. import core
-from ..dtypes import dtype_name, torch_dtype
+from ..common import bridge as core
+from ..common.dtypes import dtype_name, torch_dtype
 from ..errors import PluginError
 from .base import input_symbol
 

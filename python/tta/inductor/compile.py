@@ -18,7 +18,7 @@ import torch
 from torch.export import ExportedProgram
 
 from ..errors import PackageRuntimeWarning, PluginError
-from ..rewrite import rewrite
+from ..fx.pipeline import rewrite
 from .package_check import libraries_with_private_libstdcxx
 from .program import BackendReport, lower
 from .shared_libstdcxx import compiler_linking, loaded_libstdcxx
@@ -33,7 +33,7 @@ def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: b
 def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, check_kernels: bool = False,
               max_ptx: int | None = 90):
     """The rewrite of the exported model; with ``check_kernels``, every plugin's kernel checked
-    against its region first (``tta.check``; the report in ``result.kernel_check``)."""
+    against its region first (``tta.verify.check``; the report in ``result.kernel_check``)."""
     program = _export(model, example_inputs, dynamic_shapes, strict)
     result = rewrite(program, selectors=selectors, on_refused="keep")  # refused: the error below
     if result.refused:

@@ -3,7 +3,7 @@
 
 Its CUDA impl launches the kernel's compiled artifact, the very ``CompiledKernel`` the TensorRT
 path ships (PTX or CUBIN, grid and extras as shape expressions), with the CUDA driver
-(``tta.gpu.driver.Loaded``: ``cuModuleLoadData`` + ``cuLaunchKernel``) on torch's current
+(``tta.runtime.launcher.Loaded``: ``cuModuleLoadData`` + ``cuLaunchKernel``) on torch's current
 stream, so eager code, ``torch.compile`` and CUDA graphs order it with their own kernels.
 Inductor cannot see inside it (it calls the op as an extern kernel). The kernels are compiled
 ahead of time, possibly on another machine (the DSLs need not be installed where this runs).
@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from ..aot.base import CompiledKernel, guards_hold, symbol_values
-from ..dtypes import dtype_name, torch_dtype
+from ..common.dtypes import dtype_name, torch_dtype
 from ..errors import PluginError
 
 NAMESPACE = "tta_cubin"
@@ -36,7 +36,7 @@ def unavailable() -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA device"
     try:
-        from ..gpu.driver import cuda_driver
+        from ..runtime.launcher import cuda_driver
 
         cuda_driver()
     except ImportError:
@@ -78,7 +78,7 @@ class Launcher:
         key = (i, device.index)
         loaded = self._loaded.get(key)
         if loaded is None:
-            from ..gpu.driver import Loaded
+            from ..runtime.launcher import Loaded
 
             with torch.cuda.device(device):
                 loaded = self._loaded[key] = Loaded(self.kernels[i])
@@ -105,7 +105,7 @@ def _signature(op: str, n_out: int) -> inspect.Signature:
 def ensure_cubin_op(op: str, kernels: Sequence[CompiledKernel]) -> torch._ops.OpOverload:
     """``tta_cubin::<op>`` for ``tta::<op>`` launching ``kernels``, registered once per process
     (a later call with other kernels replaces them)."""
-    from .. import ops
+    from ..runtime import ops
 
     inputs, outputs, plugin = ops.signature_of(op)
     n_out = len(outputs)

@@ -18,7 +18,7 @@ def compile_bundle(model: Any, example_inputs: Sequence[Any], dynamic_shapes: An
                    max_ptx: int | None = 90, selectors: Any = None, strict: bool = False) -> Bundle:
     """The kernels of every outlined region whose plugin has kernels but no Triton one (those
     Inductor cannot embed), compiled for ``sm`` as the TensorRT path compiles them."""
-    from .. import ops
+    from ..runtime import ops
     from ..aot.compile import compile_kernels
     from .compile import rewritten
 

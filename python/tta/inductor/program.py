@@ -21,7 +21,7 @@ import torch
 import torch.fx
 from torch.export import ExportedProgram
 
-from ..rewrite import RewriteResult, with_new_graph
+from ..fx.pipeline import RewriteResult, with_new_graph
 from . import cubin_ops, triton_ops
 
 USER_KERNEL = "user kernel"  # tta_triton::<op>: the user's Triton kernel inside Inductor's code
@@ -52,7 +52,7 @@ class BackendReport:
     backend: str  # "inductor" | "aot_inductor"
     regions: list[LoweredRegion]
     rewrite_text: str
-    kernel_check: Any = None  # tta.check's KernelCheck, when the kernels were checked
+    kernel_check: Any = None  # tta.verify.check's KernelCheck, when the kernels were checked
 
     def __str__(self) -> str:
         n = sum(r.user_kernel for r in self.regions)
@@ -118,8 +118,8 @@ CPU_TRITON = "Inductor compiles Triton kernels for GPUs only"  # why a CPU progr
 def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernels: dict, max_ptx: int | None,
                       ranges: dict | None = None) -> tuple[list | None, str | None]:
     """The compiled kernels ``tta_cubin::<op>`` would launch, or why the region body runs."""
-    from .. import ops
-    from ..specs import installed
+    from ..runtime import ops
+    from ..declare.specs import installed
 
     plugin = ops.signature_of(op)[2]
     kinds = ", ".join(sorted({k.backend for k in plugin.kernels}))
@@ -151,7 +151,7 @@ def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_
     for Triton kernels (it would fail compiling, or with ``TRITON_INTERPRET=1`` when tracing).
     ``triton_on_cpu``: lower it to its ``tta_triton`` op all the same (the graph a GPU would
     get, to look at without one; eagerly it runs under ``TRITON_INTERPRET=1``)."""
-    from .. import ops
+    from ..runtime import ops
     from ..aot.compile import export_ranges
 
     program = result.program

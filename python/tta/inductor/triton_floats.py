@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..aot.triton_specialize import bind_floats
+from ..aot.triton.specialize import bind_floats
 
 _rewrapped: dict[tuple, Any] = {}
 

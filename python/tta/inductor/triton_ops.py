@@ -5,7 +5,7 @@ Its body is the user's plain launch function, run on dense inputs and fresh outp
 ``kernel[grid](...)`` it makes routed through ``torch.library.wrap_triton``. Traced by
 AOTAutograd (``torch.compile``, AOTInductor), that records the user's kernel itself, so Inductor
 compiles and embeds it instead of calling an opaque op; called eagerly, it just launches it.
-Configs are tried in order as ``tta.aot.eager`` does: the first one whose launch code accepts
+Configs are tried in order as ``tta.runtime.eager`` does: the first one whose launch code accepts
 the sizes wins, and the conditions it checked become the compiled graph's shape guards.
 """
 
@@ -17,11 +17,11 @@ from typing import Any, Sequence
 
 import torch
 
-from ..aot.eager import launch_first_fitting
-from ..core import Port
+from ..runtime.eager import launch_first_fitting
+from ..common.bridge import Port
 from ..errors import PluginError
-from ..plugin import Plugin
-from ..specs import KernelSpec, installed
+from ..declare.plugin import Plugin
+from ..declare.specs import KernelSpec, installed
 from . import triton_floats
 
 NAMESPACE = "tta_triton"
@@ -112,14 +112,14 @@ def _make_body(op: str, spec: KernelSpec, plugin: Plugin, region_body: torch.fx.
 
 
 def signature_inputs(op: str) -> Sequence[Port]:
-    from .. import ops
+    from ..runtime import ops
 
     return ops.signature_of(op)[0]
 
 
 def refusal(op: str) -> str | None:
     """Why ``tta::<op>`` cannot become a triton_op (None when it can)."""
-    from .. import ops
+    from ..runtime import ops
 
     sig = ops.signature_of(op)
     if sig is None:
@@ -147,7 +147,7 @@ def ensure_triton_op(op: str) -> torch._ops.OpOverload:
     why = refusal(op)
     if why is not None:
         raise PluginError(f"tta::{op} cannot run as a Triton op: {why}")
-    from .. import ops
+    from ..runtime import ops
 
     with _lock:
         if op in _ops:

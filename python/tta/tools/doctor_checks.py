@@ -8,8 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import known_bugs, packages
-from .cuda_driver import driver_ptx_cap
+from ..common import known_bugs, packages
+from ..common.cuda_driver import driver_ptx_cap
 from .doctor import OK, PROBLEM, SKIP, WARN, Row, one_line
 
 DSLS = (("triton", "Triton", "triton", ("triton",)), ("cutile", "cuTile", "cuda.tile", ("cuda-tile",)),
@@ -34,7 +34,7 @@ class State:
 def check_tta(s: State) -> list[Row]:
     import tta
 
-    from .. import core
+    from ..common import bridge as core
 
     where = os.path.dirname(os.path.abspath(tta.__file__))
     v = packages.version_of("tta")
@@ -237,7 +237,7 @@ def check_known_bugs(s: State) -> list[Row]:
 
 
 def check_cache(s: State) -> list[Row]:
-    from ..cache import VERSION, Cache
+    from ..common.cache import VERSION, Cache
 
     root = Cache().root
     entries = list((root / f"v{VERSION}").glob("*/*.entry")) if root.is_dir() else []

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from .. import ops
+from ..runtime import ops
 from ..errors import PluginError
 from . import qdp
 from .lowering import clear_selectors, use_selectors

@@ -19,7 +19,7 @@ import torch
 from torch.export import ExportedProgram
 
 from ..errors import PluginError
-from ..tools.cuda_driver import driver_ptx_cap
+from ..common.cuda_driver import driver_ptx_cap
 from . import converter, install
 from .lowering import Session, device_sm, session_scope
 from .partition import keep_plugins_in_tensorrt
@@ -45,7 +45,7 @@ class PlacedRegion:
 class CompileReport:
     regions: list[PlacedRegion]
     rewrite_text: str
-    kernel_checks: list = field(default_factory=list)  # tta.check's KernelCheck per pass run
+    kernel_checks: list = field(default_factory=list)  # tta.verify.check's KernelCheck per pass run
 
     def __str__(self) -> str:
         lines = [f"tta.compile: {sum(r.in_tensorrt for r in self.regions)}/{len(self.regions)} region(s) in TensorRT"]

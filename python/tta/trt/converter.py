@@ -23,9 +23,9 @@ from torch_tensorrt.dynamo.conversion._ConverterRegistry import ConverterPriorit
 from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
 
 from ..errors import PluginError
-from ..ops import NAMESPACE
-from ..tools import known_bugs
-from ..tools.cuda_driver import driver_ptx_cap
+from ..runtime.ops import NAMESPACE
+from ..common import known_bugs
+from ..common.cuda_driver import driver_ptx_cap
 from . import profile_tactics, qdp
 
 _registered: set[str] = set()

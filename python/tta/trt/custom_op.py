@@ -25,9 +25,9 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..aot.session import TensorType
-from ..dtypes import dtype_name
+from ..common.dtypes import dtype_name
 from ..errors import PluginError
-from ..plugin import Plugin
+from ..declare.plugin import Plugin
 from . import custom_op_schema, qdp
 
 
@@ -143,8 +143,8 @@ def custom_op(
     What tta cannot honour is refused, never ignored: ``requires_output_allocator=True``
     (data-dependent outputs), ``use_aot_if_available=False`` (the plugin is always AOT) and
     ``_aot_register`` (tta registers the ``aot_impl`` itself)."""
-    from ..packages import require
-    from ..plugin import check_kernels
+    from ..common.required import require
+    from ..declare.plugin import check_kernels
 
     sig = custom_op_schema.signature(op_name)
     where = f"tta.custom_op({op_name!r})"

@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from ..annotate import TAG_PREFIX
+from ..declare.markers import TAG_PREFIX
 from ..errors import PluginError
-from ..ops import NAMESPACE
-from ..tools.cuda_driver import driver_ptx_cap
+from ..runtime.ops import NAMESPACE
+from ..common.cuda_driver import driver_ptx_cap
 
 _selectors: list = []
 _selectors_lock = threading.Lock()
@@ -70,7 +70,7 @@ def session_scope(session: Session):
 
 
 def has_regions(gm: torch.fx.GraphModule) -> bool:
-    from ..markers import REGION
+    from ..declare.markers import REGION
 
     for n in gm.graph.nodes:
         if n.target is REGION:  # a lower_as entry, even one that traced nothing
@@ -98,7 +98,7 @@ def device_sm(settings: Any) -> int:
 
 def outline_regions(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphModule:
     """The pass: ``tta.rewrite`` on the whole graph, in place."""
-    from ..rewrite import rewrite
+    from ..fx.pipeline import rewrite
     from . import qdp
 
     session = current_session()

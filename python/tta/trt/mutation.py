@@ -4,7 +4,7 @@ A TensorRT AOT plugin's kernel may write only its outputs: TensorRT reuses input
 likes, and a plugin whose kernel writes one would corrupt a tensor the rest of the engine (or the
 caller) still reads. Ops that declare mutation (``Tensor(a!)``) are refused when registered
 (``custom_op_schema.py``); this catches the ones that do it without saying so, from the compiled
-PTX: a store whose address can come from an input pointer (``tta.core.ptx_stored_params``, a
+PTX: a store whose address can come from an input pointer (``tta.common.bridge.ptx_stored_params``, a
 data-flow over the kernel's registers). The PTX is in TensorRT's parameter order, so parameter
 ``k < n_inputs`` is input ``k``.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .. import core
+from ..common import bridge as core
 from ..aot.base import CompiledKernel
 from ..errors import PluginError
 

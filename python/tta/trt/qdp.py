@@ -9,7 +9,7 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
     it is given (``sm``: compute capability the kernels are compiled for, default 90;
     ``max_ptx``: newest PTX ISA the target driver JIT-compiles, Triton's spelling, default
     90 = ISA 9.0, None = no cap; ``allow_cubin``, default False: see below). The op must have been created
-    by ``tta.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
+    by ``tta.runtime.ops.ensure_op`` (``tta.rewrite`` / the lowering pass). Region plugins take no
     attributes: call the op as ``trtp.op.tta.<op_name>(*itensors)``.
 
 ``profile_tactics.restrict_tactics(op_name, dim_ranges) -> list[int]``
@@ -63,12 +63,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Sequence, Tuple, Union
 
-from .. import ops
+from ..runtime import ops
 from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
-from ..dtypes import TENSORRT as TRT_DTYPES
+from ..common.dtypes import TENSORRT as TRT_DTYPES
 from ..errors import PluginError
-from ..tools import known_bugs
+from ..common import known_bugs
 from . import mutation, qdp_shapes, tactics as _tactics
 
 NAMESPACE = "tta"
@@ -170,7 +170,7 @@ class _Entry:
                 got = {}
                 for tid, k in zip(self.tactic_ids, ks):
                     if k.backend == "cutile" and k.code_format == "cubin" and not self.allow_cubin:
-                        from ..aot.cutile_ptx import ptx_variant
+                        from ..aot.cutile.ptx import ptx_variant
 
                         try:
                             k = ptx_variant(k, self.max_ptx, f"{self.plugin_id} tactic {tid}")

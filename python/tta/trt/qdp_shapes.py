@@ -14,7 +14,7 @@ import ast
 import operator
 from typing import Any, Sequence
 
-from .. import core
+from ..common import bridge as core
 from ..errors import GraphError, PluginError
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}

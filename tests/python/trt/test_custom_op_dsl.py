@@ -90,7 +90,7 @@ def test_cutedsl_custom_op_keyword_only_values():
 def test_dsl_cases_in_the_via_qdp_manifest(tmp_path):
     from tta.aot.base import read_manifest
     from tta.examples.kernels import by_name
-    from tta.gpu import qdp_manifest
+    from tta.tools.gpu import qdp_manifest
 
     out = str(tmp_path / "dsl.json")
     s = qdp_manifest.build(out, backends=["cutile", "cutedsl"], plugin_version=trt_standin.installed_version())

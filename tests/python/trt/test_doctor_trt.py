@@ -23,11 +23,12 @@ torch_tensorrt_env.patch_runtime()
 
 import tta  # noqa: E402
 import tta.trt  # noqa: E402
-from tta import cli  # noqa: E402
+from tta.tools import cli  # noqa: E402
 from tta.errors import PluginError  # noqa: E402
 from tta.examples.kernels import by_name  # noqa: E402
-from tta.gpu.models import ADD_RELU, ResidualBlock  # noqa: E402
-from tta.tools import cuda_driver, doctor, doctor_checks, doctor_engine, known_bugs  # noqa: E402
+from tta.tools.gpu.models import ADD_RELU, ResidualBlock  # noqa: E402
+from tta.common import cuda_driver, known_bugs
+from tta.tools import doctor, doctor_checks, doctor_engine  # noqa: E402
 from tta.trt import compile as trt_compile, qdp, qdp_shapes  # noqa: E402
 from tensorrt.plugin._lib import QDP_REGISTRY  # noqa: E402
 

@@ -22,7 +22,7 @@ from tta.aot.base import symbol_values
 from tta.aot.compile import compile_specs
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
-from tta.gpu.driver import Loaded
+from tta.runtime.launcher import Loaded
 from tta.trt import profile_tactics, qdp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,7 +118,7 @@ def test_several_outputs():
         assert k.extra_values([shape]) == [shape[0] * shape[1]]
         assert k.launch_values([shape])["grid_x"] == -(-shape[0] * shape[1] // 256)
     ptx = k.code.decode()
-    from tta import core
+    from tta.common import bridge as core
 
     params = core.ptx_parse(ptx).entry(k.kernel_name.decode() if isinstance(k.kernel_name, bytes) else k.kernel_name).params
     assert len(params) == 4  # x, n, a, b: inputs, extras, outputs

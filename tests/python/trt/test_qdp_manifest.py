@@ -6,11 +6,11 @@ import torch
 import trt_standin
 
 import tensorrt as trt
-from tta import core
+from tta.common import bridge as core
 from tta.aot.base import read_manifest, symbol_values
 from tta.examples.kernels import by_name
 from tta.examples.custom_ops import CASES
-from tta.gpu import build_manifest, qdp_manifest
+from tta.tools.gpu import build_manifest, qdp_manifest
 
 
 def _value(expr, env):

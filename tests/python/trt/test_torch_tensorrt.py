@@ -32,7 +32,7 @@ import tta  # noqa: E402
 import tta.trt  # noqa: E402
 from tta.examples.kernels import rmsnorm as rms_kernel  # noqa: E402
 # The seed's example (annotation-pr.txt), as the GPU end-to-end runs use it.
-from tta.gpu.models import ADD_RELU as fused_add_relu, ResidualBlock  # noqa: E402
+from tta.tools.gpu.models import ADD_RELU as fused_add_relu, ResidualBlock  # noqa: E402
 from tta.trt import qdp  # noqa: E402
 
 # Torch-TensorRT reads torch.cuda.mem_get_info() unless modules are offloaded to the CPU.

@@ -41,7 +41,7 @@ class Example:
     autotuned: bool = False  # configs come from the kernel's @triton.autotune
 
     def spec(self):
-        import tta.specs as specs
+        import tta.declare.specs as specs
 
         return getattr(specs, self.backend)(self.launch_fn, configs=None if self.autotuned else list(self.configs))
 

@@ -1,7 +1,7 @@
 """A CuTeDSL kernel in the form CUTLASS's own examples use: ``cute.Tensor`` parameters, a
 ``@cute.jit`` host function that sizes the grid with ``cute.size``, and a launch with
 ``from_dlpack(t, assumed_align=...).mark_layout_dynamic()``. tta generates the pointer-ABI
-entry around it (``tta/aot/cutedsl_tensors.py``); nothing here knows about TensorRT.
+entry around it (``tta/aot/cutedsl/tensors.py``); nothing here knows about TensorRT.
 """
 
 from __future__ import annotations

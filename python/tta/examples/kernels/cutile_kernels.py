@@ -3,7 +3,7 @@
 These are ordinary cuTile kernels: array parameters are cuTile arrays (in cuTile's native ABI,
 ``pointer, shape..., strides...``), and the launch functions are plain ``ct.launch`` code.
 tta compiles each kernel inside a generated entry in TensorRT's (inputs, extras, outputs) order
-that rebuilds the arrays from the pointers and int32 extras (see ``tta/aot/cutile.py``). Floats
+that rebuilds the arrays from the pointers and int32 extras (see ``tta/aot/cutile/backend.py``). Floats
 (``eps``) and config values are compiled in; TensorRT passes only int32 scalars at run time.
 
 The example records (reference, inputs, configs) are ``cutile_add_relu.py`` and

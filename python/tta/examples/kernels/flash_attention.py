@@ -6,7 +6,7 @@ a running max and sum (online softmax), so the ``seq x seq`` scores never reach 
 wholly above the diagonal are skipped. ``head_dim`` is a run-time size up to ``BLOCK_D`` (a
 config; the launch function asserts it, so a kernel is offered only where it fits).
 
-It serves the end-to-end models (``tta.gpu.models``) and is not in ``examples()`` (no ``BACKEND``
+It serves the end-to-end models (``tta.tools.gpu.models``) and is not in ``examples()`` (no ``BACKEND``
 or ``LAUNCH``): that suite compiles every kernel with every dim unbounded, and no ``BLOCK_D``
 covers an unbounded head_dim.
 """

@@ -1,0 +1,81 @@
+"""How ``tta.verify.check`` runs a kernel: one ``Launch`` per (config, size), run in one batch.
+
+* On a GPU: the compiled artifact TensorRT would receive, loaded and launched as TensorRT's AOT
+  plugin runtime does (``gpu/driver.py``: cuModuleLoadData, cuLaunchKernel with input
+  pointers, int32 extras, output pointers).
+* On a CPU: a Triton kernel under Triton's interpreter (``check_interpreter.py``), with every
+  kernel parameter bound as the plugin binds it (the recorded plan: which port each pointer is,
+  each int32 extra's shape expression, each compiled-in constant), on CPU tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from ..common import bridge as core
+from ..aot.base import symbol_values
+
+_MAX_MESSAGE = 1500
+
+
+@dataclass
+class Launch:
+    """One kernel run on concrete inputs into ``outputs`` (allocated by the caller)."""
+
+    inputs: list[torch.Tensor]
+    outputs: list[torch.Tensor]
+    compiled: Any = None  # CompiledKernel (GPU)
+    kernel: Any = None  # triton JITFunction (interpreter)
+    args: dict = field(default_factory=dict)  # interpreter: parameter name -> value
+    grid: tuple = ()
+    floats: tuple = ()  # run-time float parameters, bound as fp32 scalars (as the plugin binds them)
+
+
+def triton_launch(plan: Any, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> Launch:
+    """The interpreter's launch of a recorded Triton plan: each kernel parameter gets what the
+    TensorRT plugin gives the compiled kernel (``aot/triton.py``, ``Param`` roles)."""
+    env = symbol_values([tuple(t.shape) for t in inputs])
+    args: dict[str, Any] = {}
+    for p in plan.params:
+        if p.role == "input":
+            args[p.name] = inputs[p.index]
+        elif p.role == "output":
+            args[p.name] = outputs[p.index]
+        elif p.role == "extra":
+            args[p.name] = core.eval_expr(p.value, env)
+        else:  # compiled in: a constexpr, a constant int, a float bound as fp32
+            args[p.name] = p.value
+    grid = tuple(core.eval_expr(g, env) for g in plan.grid)
+    return Launch(list(inputs), list(outputs), kernel=plan.kernel, args=args, grid=grid, floats=tuple(getattr(plan, "floats", {})))
+
+
+# -- GPU -------------------------------------------------------------------------------------
+
+
+def run_on_gpu(launches: Sequence[Launch]) -> list[str | None]:
+    """Launch each compiled artifact; per launch None or what went wrong."""
+    from ..runtime.launcher import Loaded
+
+    loaded: dict[int, Any] = {}
+    out: list[str | None] = []
+    for launch in launches:
+        k = launch.compiled
+        try:
+            if id(k) not in loaded:
+                loaded[id(k)] = Loaded(k)
+            run = loaded[id(k)]
+            grid, extras, _ = run.plan(launch.inputs)
+            run.launch(launch.inputs, launch.outputs, grid, extras)
+            torch.cuda.synchronize()
+            out.append(None)
+        except Exception as e:
+            out.append(error_text(e))
+    return out
+
+
+def error_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + " ..."
