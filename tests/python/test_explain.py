@@ -18,7 +18,7 @@ from tta.errors import TTAError
 
 import explain_model
 
-explain_mod = importlib.import_module("tta.tools.explain")  # the module; tta.explain is the function
+explain_mod = importlib.import_module("tta.tools.explain")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(os.path.dirname(tta.__file__))
 SVG = "{http://www.w3.org/2000/svg}"

@@ -38,30 +38,45 @@ def _imported(module: str, node: ast.Import | ast.ImportFrom) -> list[tuple[str,
     return [(f"{target}.{a.name}", None) if f"{target}.{a.name}" in MODULES else (target, a.name) for a in node.names]
 
 
-def _import_time(tree: ast.Module):
-    """Statements run when the module is imported: the body and the blocks in it (if, try,
-    with), never function bodies or ``if TYPE_CHECKING:``."""
-    todo = list(tree.body)
-    while todo:
-        s = todo.pop()
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        if isinstance(s, ast.If) and "TYPE_CHECKING" in ast.unparse(s.test):
-            todo.extend(s.orelse)
-            continue
-        yield s
-        for block in ("body", "orelse", "finalbody", "handlers"):
-            todo.extend(getattr(s, block, None) or [])
+def _owner(name: str) -> str:
+    """The tta module a dotted name lives in (``tta.aot.base.CompiledKernel`` -> ``tta.aot.base``)."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+# Layer folders, lowest first: a module imports only modules of its rank or below.
+LAYERS = [
+    ("common", ["tta.errors", "tta._aliases", "tta.common"]),
+    ("declare", ["tta.declare"]),
+    ("kernels", ["tta.aot"]),
+    ("runtime", ["tta.runtime"]),
+    ("fx pass", ["tta.fx"]),
+    ("verify", ["tta.verify"]),
+    ("targets", ["tta.trt", "tta.inductor", "tta.backends"]),
+    ("tools, benchmarks, examples", ["tta.tools", "tta.doctor", "tta.aot.bench_compile", "tta.examples"]),
+]
+
+
+def layer_of(module: str) -> int:
+    best, rank = "", None
+    for r, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > len(best):
+                best, rank = p, r
+    assert rank is not None, f"{module} is in no layer: add its folder to LAYERS"
+    return rank
 
 
 def import_graph() -> dict[str, set[str]]:
     graph = {}
     for m, tree in TREES.items():
         out = set()
-        for s in _import_time(tree):
+        for s in ast.walk(tree):
             if isinstance(s, (ast.Import, ast.ImportFrom)):
-                out.update(t for t, _ in _imported(m, s))
-        graph[m] = {t for t in out if t in MODULES and t != m}
+                out.update(_owner(t) for t, _ in _imported(m, s))
+        # a module may import its own package's __init__ (never the facade: it imports everything)
+        graph[m] = {t for t in out if t in MODULES and t != m and t != "tta" and not m.startswith(t + ".")}
     return graph
 
 
@@ -97,12 +112,27 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_checks_see_the_package():
     graph = import_graph()
     assert len(MODULES) > 50 and sum(map(len, graph.values())) > 100
-    assert {"tta.common.bridge", "tta.errors", "tta.fx.serialize"} <= graph["tta.rewrite"]
+    assert {"tta.common.bridge", "tta.errors", "tta.fx.serialize"} <= graph["tta.fx.pipeline"]
+    # imports inside functions count too
+    assert "tta.fx.kernels" in graph["tta.fx.pipeline"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_no_import_cycle_among_tta_modules():
     assert cycles(import_graph()) == []
+
+
+def test_each_layer_imports_only_layers_below():
+    up = [f"{m} ({LAYERS[layer_of(m)][0]}) -> {t} ({LAYERS[layer_of(t)][0]})"
+          for m, ts in import_graph().items() if m != "tta" for t in sorted(ts) if layer_of(t) > layer_of(m)]
+    assert up == [], "imports of a higher layer:\n" + "\n".join(up)
+
+
+def test_no_package_module_is_named_like_a_public_name():
+    import tta
+
+    clash = [n for n in tta.__all__ if f"tta.{n}" in MODULES]
+    assert clash == [], f"tta.<name> would be both a module and a public function: {clash}"
 
 
 def _private(name: str) -> bool:

@@ -321,26 +321,3 @@ def region_input_metas(region: Any, ranges: dict[str, tuple[int, int | None]] | 
     """``region_input_types`` of an outlined region (``RegionReport``): ``tta.check_kernels``
     records with the same types ``compile_kernels`` compiles for."""
     return region_input_types(region.inputs, ranges)
-
-
-def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, ranges: dict | None = None,
-                    **options: Any) -> dict[str, list[CompiledKernel]]:
-    """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled
-    ahead of time for the region's signature: one ``CompiledKernel`` per (kernel spec, config);
-    dims that are symbolic in the graph stay dynamic, dims export unified share one symbol, and
-    ``ranges`` (``export_ranges``: the sizes export proved per symbol) bound them. Returns op
-    name -> kernels (ops whose plugin has no kernels are left out)."""
-    from ..runtime import ops
-    from ..declare.plugin import lookup
-
-    out: dict[str, list[CompiledKernel]] = {}
-    for r in regions:
-        plugin = lookup(r.impl)
-        if r.op is None or r.op in out or plugin is None or not plugin.kernels:
-            continue
-        if not all(p.is_tensor for p in r.inputs):
-            raise PluginError(f"{r.op}: a kernel plugin takes tensors only; region {r.id} also reads integers")
-        metas = region_input_types(r.inputs, ranges)
-        outputs = plugin.meta_impl or ops.body_of(r.op)
-        out[r.op] = compile_plugin(plugin, metas, outputs, sm=sm, max_ptx=max_ptx, **options)
-    return out

@@ -14,6 +14,7 @@ a model exported with other sizes and in another dtype. So, unless pinned:
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import warnings
@@ -187,15 +188,13 @@ class PatternSelector:
         return doc
 
     def decomposed_for(self, target: torch.fx.GraphModule | torch.fx.Graph) -> bool:
-        from .selectors import is_decomposed
-
         return is_decomposed(target) if self.decompose is None else self.decompose
 
     def apply(self, program, *, check: bool | str = True, on_refused: str = "raise"):
         """``tta.rewrite(program, selectors=[self])``."""
-        from .pipeline import rewrite
+        import tta  # the public API: the pass runs selectors, so this module cannot import it
 
-        return rewrite(program, selectors=[self], check=check, on_refused=on_refused)
+        return tta.rewrite(program, selectors=[self], check=check, on_refused=on_refused)
 
     def __repr__(self) -> str:
         return f"PatternSelector({self.name}, impl={self.impl.key})"
@@ -283,3 +282,27 @@ def target_dtypes(target: torch.fx.GraphModule | torch.fx.Graph) -> list[torch.d
         if isinstance(v, torch.Tensor) and v.dtype.is_floating_point:
             count[v.dtype] = count.get(v.dtype, 0) + 1
     return sorted(count, key=lambda d: (-count[d], str(d)))
+
+
+@functools.cache
+def _default_decompositions():
+    return torch.export.default_decompositions()
+
+
+def is_decomposed(gm: torch.fx.GraphModule | torch.fx.Graph) -> bool:
+    """True when ``gm`` (a GraphModule or its Graph) looks like ``run_decompositions()`` output: none of its ATen ops is one
+    the default decomposition table would still decompose (``aten.linear``, ``aten.conv2d``,
+    ...). A graph of core ops only counts as decomposed, which is the same either way."""
+    table = _default_decompositions()
+    g = gm if isinstance(gm, torch.fx.Graph) else gm.graph
+    # Each distinct target once (by id: OpOverload hashes in Python, slowly).
+    seen: set[int] = set()
+    for n in g.nodes:
+        t = n.target
+        if n.op != "call_function" or id(t) in seen:
+            continue
+        seen.add(id(t))
+        # Size queries (`aten.sym_size.int`) are in the table but survive run_decompositions.
+        if isinstance(t, torch._ops.OpOverload) and t in table and not isinstance(n.meta.get("val"), (int, torch.SymInt)):
+            return False
+    return True

@@ -65,7 +65,8 @@ class RewriteResult:
     def compile_kernels(self, sm: int = 90, max_ptx: int | None = 90, **options) -> dict[str, list]:
         """Compile, ahead of time, the kernels of every outlined plugin op for its region's
         signature (``tta.aot.compile.compile_kernels``): op name -> ``CompiledKernel``s."""
-        from ..aot.compile import compile_kernels, export_ranges
+        from ..aot.compile import export_ranges
+        from .kernels import compile_kernels
 
         # The sizes export proved bound the dims (a constexpr constant over them is accepted).
         return compile_kernels(self.outlined, sm=sm, max_ptx=max_ptx, ranges=export_ranges(self.program), **options)

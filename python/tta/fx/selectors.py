@@ -18,7 +18,6 @@ docs/selectors.md.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -27,7 +26,7 @@ import torch.fx
 from torch import nn
 
 from . import serialize as graph
-from .patterns import PatternSelector, check_impl, target_dtypes
+from .patterns import PatternSelector, check_impl, is_decomposed, target_dtypes
 from ..declare.plugin import Plugin
 
 __all__ = ["ModuleSelector", "PatternSelector", "lower_pattern", "is_decomposed"]
@@ -76,30 +75,6 @@ def lower_pattern(pattern: Callable | nn.Module, impl: Plugin, example_inputs: S
     """
     return PatternSelector(pattern, impl, example_inputs, example_kwargs=example_kwargs, decompose=decompose, name=name,
                            pin_sizes=pin_sizes, pin_dtypes=pin_dtypes)
-
-
-@functools.cache
-def _default_decompositions():
-    return torch.export.default_decompositions()
-
-
-def is_decomposed(gm: torch.fx.GraphModule | torch.fx.Graph) -> bool:
-    """True when ``gm`` (a GraphModule or its Graph) looks like ``run_decompositions()`` output: none of its ATen ops is one
-    the default decomposition table would still decompose (``aten.linear``, ``aten.conv2d``,
-    ...). A graph of core ops only counts as decomposed, which is the same either way."""
-    table = _default_decompositions()
-    g = gm if isinstance(gm, torch.fx.Graph) else gm.graph
-    # Each distinct target once (by id: OpOverload hashes in Python, slowly).
-    seen: set[int] = set()
-    for n in g.nodes:
-        t = n.target
-        if n.op != "call_function" or id(t) in seen:
-            continue
-        seen.add(id(t))
-        # Size queries (`aten.sym_size.int`) are in the table but survive run_decompositions.
-        if isinstance(t, torch._ops.OpOverload) and t in table and not isinstance(n.meta.get("val"), (int, torch.SymInt)):
-            return False
-    return True
 
 
 def normalize(selectors) -> list[ModuleSelector | PatternSelector]:

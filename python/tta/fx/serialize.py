@@ -7,12 +7,9 @@ pieces computed once per target (name, written arguments, views), per tensor sha
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import math
-import os
-import re
 from typing import Any
 
 import torch

@@ -18,29 +18,10 @@ import torch
 from torch.export import ExportedProgram
 
 from ..errors import PackageRuntimeWarning, PluginError
-from ..fx.pipeline import rewrite
+from .rewritten import rewritten
 from .package_check import libraries_with_private_libstdcxx
 from .program import BackendReport, lower
 from .shared_libstdcxx import compiler_linking, loaded_libstdcxx
-
-
-def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: bool) -> ExportedProgram:
-    if isinstance(model, ExportedProgram):
-        return model
-    return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
-
-
-def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, check_kernels: bool = False,
-              max_ptx: int | None = 90):
-    """The rewrite of the exported model; with ``check_kernels``, every plugin's kernel checked
-    against its region first (``tta.verify.check``; the report in ``result.kernel_check``)."""
-    program = _export(model, example_inputs, dynamic_shapes, strict)
-    result = rewrite(program, selectors=selectors, on_refused="keep")  # refused: the error below
-    if result.refused:
-        # A region the user marked and tta cannot lower is an error, never a quiet fallback.
-        raise PluginError(f"tta.compile(backend={backend!r}): {len(result.refused)} region(s) refused\n{result.report_text}")
-    result.kernel_check = result.check_kernels(program=program, max_ptx=max_ptx) if check_kernels else None
-    return result
 
 
 def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, kernels: Any = None,

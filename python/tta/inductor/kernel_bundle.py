@@ -19,8 +19,8 @@ def compile_bundle(model: Any, example_inputs: Sequence[Any], dynamic_shapes: An
     """The kernels of every outlined region whose plugin has kernels but no Triton one (those
     Inductor cannot embed), compiled for ``sm`` as the TensorRT path compiles them."""
     from ..runtime import ops
-    from ..aot.compile import compile_kernels
-    from .compile import rewritten
+    from ..fx.kernels import compile_kernels
+    from .rewritten import rewritten
 
     result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")
     out: Bundle = {}

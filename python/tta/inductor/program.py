@@ -134,7 +134,7 @@ def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernel
         if given:
             return list(given), None
         if region is not None and all(installed(k.backend) for k in plugin.kernels):
-            from ..aot.compile import compile_kernels
+            from ..fx.kernels import compile_kernels
 
             major, minor = torch.cuda.get_device_capability()
             return compile_kernels([region], sm=major * 10 + minor, max_ptx=max_ptx, ranges=ranges)[op], None

@@ -99,7 +99,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
     from ..errors import TTAError
-    from .explain import decode_kernels, explain_outcome
+    from .explain import explain_outcome
+    from .kernel_info import decode_kernels
 
     doc = _document(args)
     graph_json, impls, selectors = _inputs(args, doc)

@@ -28,7 +28,7 @@ def graph_document(program, selectors=None, caller: str = "tta.save_graph") -> d
     from torch.export import ExportedProgram
 
     from ..fx import selectors as _selectors
-    from .explain import kernels_document
+    from .kernel_info import kernels_document
     from ..declare.plugin import declarations
     from ..fx.pipeline import graph_document as rewrite_document
 

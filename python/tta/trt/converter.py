@@ -100,22 +100,24 @@ def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges
 def register_custom_op(op: Any, capability_validator: Any, priority: Any, supports_dynamic_shapes: bool) -> None:
     """The converter of a ``tta.custom_op`` op, with Torch-TensorRT's own meaning of the
     validator (``(node, settings) -> bool``), priority and dynamic-shape support."""
+    def convert(ctx: ConversionContext, target: Any, args: tuple, kwargs: dict, name: str):
+        return convert_custom_op(op, ctx, target, args, kwargs, name)
+
     dynamo_tensorrt_converter(
         op.signature.overload,
         capability_validator=capability_validator,
         priority=ConverterPriority.STANDARD if priority is None else priority,
         supports_dynamic_shapes=supports_dynamic_shapes,
-    )(convert_custom_op)
+    )(convert)
 
 
-def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: dict, name: str):
+def convert_custom_op(op: Any, ctx: ConversionContext, target: Any, args: tuple, kwargs: dict, name: str):
     """One call site of a ``tta.custom_op`` op: its plugin variant (input types, which optional
     tensors are there) and its attribute values (``custom_op.py``)."""
     import tensorrt as trt
 
-    from . import custom_op
+    from . import custom_op_sites
 
-    op = custom_op.lookup(target)
     node = ctx.current_node
     sig = op.signature
     where = f"{sig.op_name} ({node.name if node is not None else name}, {region_info(node, name)['source']})"
@@ -129,7 +131,7 @@ def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: 
                     f"{where}: argument {arg.name} is computed from the model's tensors or shapes here; a TensorRT "
                     "plugin attribute is fixed when the engine is built, so pass a constant"
                 )
-            attrs[arg.name] = custom_op.coerce(arg, value)
+            attrs[arg.name] = custom_op_sites.coerce(arg, value)
             continue
         if value is None:
             present.append(False)
@@ -154,7 +156,7 @@ def convert_custom_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: 
     sm = session.sm if session is not None else device_sm(ctx.compilation_settings)
     max_ptx = session.max_ptx if session is not None else driver_ptx_cap().option
     try:
-        plugin = op.plugin_name(present, custom_op.input_metas(fakes), sm=sm, max_ptx=max_ptx)
+        plugin = op.plugin_name(present, custom_op_sites.input_metas(fakes), sm=sm, max_ptx=max_ptx)
     except PluginError as e:
         raise PluginError(f"{where}: {e}") from None
     info = {

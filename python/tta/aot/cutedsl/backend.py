@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import tempfile
 import threading
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -50,6 +48,7 @@ from ...common import bridge as core, dtypes
 from ...errors import PluginError
 from .. import cuda_tools, ptxabi
 from . import tensors as cutedsl_tensors
+from .params import HostArg, is_constexpr, signature
 from .ir import LaunchHook, dynamic_smem_from_host_ir
 from ..cutile.backend import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from ..driver import Artifact, Backend
@@ -155,31 +154,6 @@ def intercept(sink: Callable[[CuteCall], None], session: Session | None = None, 
 
 
 # -- analysis --------------------------------------------------------------------------------
-
-
-def signature(fn: Callable) -> inspect.Signature:
-    """With string annotations (``from __future__ import annotations``) evaluated, as the DSL does."""
-    try:
-        return inspect.signature(fn, eval_str=True)
-    except Exception:
-        return inspect.signature(fn)
-
-
-def is_constexpr(annotation: Any) -> bool:
-    from cutlass import Constexpr
-
-    return annotation is Constexpr or typing.get_origin(annotation) is Constexpr
-
-
-@dataclass
-class HostArg:
-    """One parameter of the host function."""
-
-    name: str
-    kind: str  # "pointer" | "int" | "constexpr" | "stream"
-    value: Any  # compile-time argument
-    port: tuple[str, int] | None = None  # pointer
-    expr: str | None = None  # int: shape expression
 
 
 @dataclass

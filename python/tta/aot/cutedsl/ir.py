@@ -204,7 +204,7 @@ class LaunchHook:
         import cutlass.cute as cute
 
         from . import tensors as cutedsl_tensors
-        from .backend import is_constexpr, signature
+        from .params import is_constexpr, signature
 
         if self.tensors is None:
             return None
@@ -281,7 +281,7 @@ class LaunchHook:
         import cutlass
         import cutlass.cute as cute
 
-        from .backend import is_constexpr, signature
+        from .params import is_constexpr, signature
 
         sig = signature(launcher.funcBody)
         bound = sig.bind(*launcher.func_args, **launcher.func_kwargs)

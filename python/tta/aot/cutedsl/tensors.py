@@ -129,7 +129,7 @@ def host_wrapper(user_host, host_args: list, plan: TensorPlan):
     import cutlass
     import cutlass.cute as cute
 
-    from .backend import HostArg
+    from .params import HostArg
 
     extra_names = [f"_e{i}" for i in range(len(plan.extras))]
     params, call, new_args, body = [], [], [], []
