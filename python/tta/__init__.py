@@ -29,6 +29,7 @@ from .errors import (
 
 # public name -> submodule that defines it (tta.compile imports its backend when called)
 _LAZY = {
+    "check_kernels": "verify.check",
     "compile": "backends",
     "aot_compile": "inductor.compile",
     "custom_op": "trt.custom_op",

@@ -64,7 +64,7 @@ class RewriteResult:
 
     def compile_kernels(self, sm: int = 90, max_ptx: int | None = 90, **options) -> dict[str, list]:
         """Compile, ahead of time, the kernels of every outlined plugin op for its region's
-        signature (``tta.aot.compile.compile_kernels``): op name -> ``CompiledKernel``s."""
+        signature (``tta.fx.kernels.compile_kernels``): op name -> ``CompiledKernel``s."""
         from ..aot.compile import export_ranges
         from .kernels import compile_kernels
 
@@ -74,9 +74,9 @@ class RewriteResult:
     def check_kernels(self, **options):
         """Run every outlined plugin's kernels against their region bodies (``tta.verify.check``): a
         ``KernelCheck``; a kernel that computes something else raises ``KernelCheckError``."""
-        from ..verify.check import check_kernels
+        import tta  # the public API: the check runs on the pass's results, so the pass cannot import it
 
-        return check_kernels(self, **options)
+        return tta.check_kernels(self, **options)
 
 
 def run_meta_impls(summary: list[RegionSummary], nodes: dict[str, torch.fx.Node]) -> dict[str, list[MetaOutput] | str]:

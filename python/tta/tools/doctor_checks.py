@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..common import known_bugs, packages
 from ..common.cuda_driver import driver_ptx_cap
-from .doctor import OK, PROBLEM, SKIP, WARN, Row, one_line
+from .doctor_rows import OK, PROBLEM, SKIP, WARN, Row, one_line
 
 DSLS = (("triton", "Triton", "triton", ("triton",)), ("cutile", "cuTile", "cuda.tile", ("cuda-tile",)),
         ("cutedsl", "CuTeDSL", "cutlass", ("nvidia-cutlass-dsl",)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .doctor import PROBLEM, SKIP, Row, one_line
+from .doctor_rows import PROBLEM, SKIP, Row, one_line
 
 # The engine's optimization profile (min, opt, max) and the shapes it runs: the second differs
 # from the first, the shape change NVIDIA/TensorRT #4849 is about.

@@ -227,7 +227,7 @@ def _record(spec, cfg, region, plugin, body):
 
 
 def _compiled(region, max_ptx):
-    from ..aot.compile import compile_kernels
+    from ..fx.kernels import compile_kernels
 
     major, minor = torch.cuda.get_device_capability()
     return compile_kernels([region], sm=10 * major + minor, max_ptx=max_ptx)[region.op]
