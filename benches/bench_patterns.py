@@ -51,8 +51,8 @@ def ours(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> tuple[set[
 def select_ms(gm: torch.fx.GraphModule, sel: selectors.PatternSelector) -> float:
     """The Rust matcher alone (building regions from the pattern, before validation)."""
     from tta.common import bridge as core
-    from tta.fx import serialize as graph
     from tta.declare.plugin import declarations
+    from tta.fx import serialize as graph
 
     graph_json = graph.to_json(gm.graph)
     sel_doc, keys = selectors.encode([sel], gm)
@@ -103,8 +103,15 @@ def llama_decoder(layers: int) -> torch.fx.GraphModule:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     model = LlamaForCausalLM(cfg).eval()
     ids = torch.randint(0, 64, (1, 8))
     ep = torch.export.export(model, (ids,), kwargs={"use_cache": False}, strict=False).run_decompositions()
@@ -182,11 +189,15 @@ def main() -> None:
     ex = (torch.randn(16, 16), torch.randn(16, 16))
     t_ours, t_fx = compare(f"synthetic-{args.nodes}", synthetic(args.nodes), add_relu_scale, ex, impl, args.repeat)
     speedup = t_fx / t_ours
-    print(f"   speedup at {args.nodes} nodes: {speedup:.0f}x (target >= {TARGET_SPEEDUP}x: {'met' if speedup >= TARGET_SPEEDUP else 'NOT met'})")
+    print(
+        f"   speedup at {args.nodes} nodes: {speedup:.0f}x (target >= {TARGET_SPEEDUP}x: {'met' if speedup >= TARGET_SPEEDUP else 'NOT met'})"
+    )
     res = tta.lower_pattern(add_relu_scale, impl, ex).apply(synthetic(args.nodes), on_refused="keep")
     t = res.timings
-    print(f"   full tta.rewrite: {t['total_s'] * 1e3:.0f} ms for {len(res.outlined)} outlined regions "
-          f"(read {t['read_s'] * 1e3:.0f} ms, pass {t['pass_s'] * 1e3:.0f} ms, apply {t['apply_s'] * 1e3:.0f} ms)")
+    print(
+        f"   full tta.rewrite: {t['total_s'] * 1e3:.0f} ms for {len(res.outlined)} outlined regions "
+        f"(read {t['read_s'] * 1e3:.0f} ms, pass {t['pass_s'] * 1e3:.0f} ms, apply {t['apply_s'] * 1e3:.0f} ms)"
+    )
     del res
 
     print("3. size sweep (time per node should stay flat for a linear matcher)")
@@ -200,8 +211,10 @@ def main() -> None:
         print(f"   {n:>7}  {t_ours / n * 1e6:12.3f}  {fx_txt}")
     if len(rows) > 1:
         growth = (rows[-1][1] / rows[-1][0]) / (rows[0][1] / rows[0][0])
-        print(f"   us/node at {rows[-1][0]} vs {rows[0][0]} nodes: {growth:.2f}x "
-              f"(flat: target <= {TARGET_FLAT}x: {'met' if growth <= TARGET_FLAT else 'NOT met'})")
+        print(
+            f"   us/node at {rows[-1][0]} vs {rows[0][0]} nodes: {growth:.2f}x "
+            f"(flat: target <= {TARGET_FLAT}x: {'met' if growth <= TARGET_FLAT else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,8 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import tta
 from tta.common import bridge as core
-from tta.fx import serialize as graph
 from tta.declare.annotate import TAG_PREFIX
+from tta.fx import serialize as graph
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
@@ -155,7 +155,9 @@ def bench_synthetic(n_nodes: int, n_regions: int, skip_fx: bool) -> None:
     print(f"  torch.fx fuse_by_partitions: {fx_s * 1e3:.0f} ms (+ {fx_codegen_s * 1e3:.0f} ms fx codegen, which it leaves to the caller)")
     rust_x, whole_x = fx_s / rust_s, fx_s / no_codegen_s
     print(f"  speedup, Rust pass alone: {rust_x:.0f}x (target >= {TARGET_RUST}x: {verdict(rust_x >= TARGET_RUST)})")
-    print(f"  speedup, whole rewrite, both without fx codegen: {whole_x:.1f}x (target >= {TARGET_WHOLE}x: {verdict(whole_x >= TARGET_WHOLE)})")
+    print(
+        f"  speedup, whole rewrite, both without fx codegen: {whole_x:.1f}x (target >= {TARGET_WHOLE}x: {verdict(whole_x >= TARGET_WHOLE)})"
+    )
     print(f"  speedup, whole rewrite, both with fx codegen:    {(fx_s + fx_codegen_s) / whole_s:.1f}x")
 
 
@@ -166,8 +168,15 @@ def llama(layers: int):
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=layers, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     model = LlamaForCausalLM(cfg).eval()
     ids = torch.randint(0, 64, (1, 8))
     plugin = tta.custom_plugin(name="bench_rmsnorm", meta_impl=lambda x, w: x.new_empty(x.shape))
@@ -207,7 +216,8 @@ def bench_fixtures(layers: int, repeat: int) -> None:
     for name in ["residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output"]:
         model, inputs = models.build(name), models.example_inputs(name)
         export = (lambda m, i, d: lambda: torch.export.export(m, i, dynamic_shapes=d).run_decompositions())(
-            model, inputs, models.dynamic_shapes(name))
+            model, inputs, models.dynamic_shapes(name)
+        )
         cases.append((name, export, None))
     if layers:
         export, selectors = llama(layers)
@@ -247,8 +257,10 @@ def bench_fixtures(layers: int, repeat: int) -> None:
             f"  (tta's own {o * 1e3:5.2f} ms; collecting {k * 1e3:4.2f} ms; after a full collection {c * 1e3:6.2f} ms = {100 * c / e:.2f}%)"
             f"  target < {TARGET_SHARE:g}%: {verdict(100 * r / e < TARGET_SHARE)}"
         )
-    print(f"  worst: {worst:.2f}% (target < {TARGET_SHARE:g}% on every model: {verdict(worst < TARGET_SHARE)}); "
-          f"after a full collection: {worst_cold:.2f}%")
+    print(
+        f"  worst: {worst:.2f}% (target < {TARGET_SHARE:g}% on every model: {verdict(worst < TARGET_SHARE)}); "
+        f"after a full collection: {worst_cold:.2f}%"
+    )
 
 
 def main() -> None:

@@ -14,7 +14,8 @@ from torch import nn
 
 import tta
 from tta.common import bridge as core
-from tta.examples.kernels import add_relu, rmsnorm as rms_kernel
+from tta.examples.kernels import add_relu
+from tta.examples.kernels import rmsnorm as rms_kernel
 
 # 1. Describe the plugins: the user's own kernels (plain launch code, one TensorRT tactic per
 #    config) and a meta_impl, which the pass checks against every region it replaces.

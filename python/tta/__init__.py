@@ -53,9 +53,18 @@ _LAZY = {
     "triton": "declare.specs",
 }
 
-_ERRORS = ["AnnotationError", "EagerFallbackWarning", "GraphError", "KernelCheckError", "MissingPackageError", "PackageRuntimeWarning",
-           "PluginError", "RegionRefusedError",
-           "RegionRefusedWarning", "TTAError"]
+_ERRORS = [
+    "AnnotationError",
+    "EagerFallbackWarning",
+    "GraphError",
+    "KernelCheckError",
+    "MissingPackageError",
+    "PackageRuntimeWarning",
+    "PluginError",
+    "RegionRefusedError",
+    "RegionRefusedWarning",
+    "TTAError",
+]
 __all__ = sorted([*_ERRORS, *_LAZY])
 
 
@@ -78,16 +87,16 @@ _aliases.install()
 
 
 if TYPE_CHECKING:
-    from .declare.annotate import lower_as
     from .backends import compile
-    from .verify.check import check_kernels
-    from .inductor.compile import aot_compile
-    from .trt.custom_op import custom_op
-    from .tools.explain import explain
-    from .declare.plugin import Plugin, custom_plugin
-    from .runtime.eager_stats import eager_paths
     from .common.bridge import RegionReport
-    from .fx.pipeline import RewriteResult, find_regions, lower_modules, rewrite
-    from .tools.graph_file import save_graph
-    from .fx.selectors import ModuleSelector, PatternSelector, lower_pattern
+    from .declare.annotate import lower_as
+    from .declare.plugin import Plugin, custom_plugin
     from .declare.specs import KernelSpec, cutedsl, cutile, triton
+    from .fx.pipeline import RewriteResult, find_regions, lower_modules, rewrite
+    from .fx.selectors import ModuleSelector, PatternSelector, lower_pattern
+    from .inductor.compile import aot_compile
+    from .runtime.eager_stats import eager_paths
+    from .tools.explain import explain
+    from .tools.graph_file import save_graph
+    from .trt.custom_op import custom_op
+    from .verify.check import check_kernels

@@ -52,7 +52,7 @@ def new_path(old: str) -> str | None:
         return OLD_PATHS[old]
     for prefix, to in _PREFIXES.items():
         if old.startswith(prefix):
-            return to + old[len(prefix):]
+            return to + old[len(prefix) :]
     return None
 
 

@@ -32,8 +32,11 @@ def compile(  # noqa: A001 - the public name is tta.compile
     if backend == "tensorrt":
         from .common.required import require
 
-        require(("torch_tensorrt", "tensorrt", "tensorrt.plugin"), "tta.compile(backend='tensorrt')",
-                "Without TensorRT, tta.compile(..., backend='inductor') runs the same regions through torch.compile.")
+        require(
+            ("torch_tensorrt", "tensorrt", "tensorrt.plugin"),
+            "tta.compile(backend='tensorrt')",
+            "Without TensorRT, tta.compile(..., backend='inductor') runs the same regions through torch.compile.",
+        )
         from .trt.compile import compile as compile_trt
 
         return compile_trt(model, example_inputs, dynamic_shapes, **options)

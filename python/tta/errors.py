@@ -20,8 +20,17 @@ class KernelCheckError(PluginError):
     ``region`` and ``source`` name the region, ``config`` the kernel config, ``output`` the
     output by name; ``report`` is the whole check (``KernelCheck``)."""
 
-    def __init__(self, message: str, *, region: str | None = None, source: str | None = None, config: dict | None = None,
-                 output: str | None = None, max_error: float | None = None, report=None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        region: str | None = None,
+        source: str | None = None,
+        config: dict | None = None,
+        output: str | None = None,
+        max_error: float | None = None,
+        report=None,
+    ):
         super().__init__(message)
         self.region = region
         self.source = source

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import tta
-from tta.examples.kernels import add_relu, rmsnorm as rms_kernel
+from tta.examples.kernels import add_relu
+from tta.examples.kernels import rmsnorm as rms_kernel
 
 
 def add_relu_meta(x, y):

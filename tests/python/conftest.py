@@ -36,7 +36,7 @@ class _Missing(pytest.Item):
         self.missing = missing
 
     def runtest(self):
-        raise ImportError(f"{self.path.name} needs {', '.join(self.missing)}; deselect it with -m \"not ...\" where that is missing")
+        raise ImportError(f'{self.path.name} needs {", ".join(self.missing)}; deselect it with -m "not ..." where that is missing')
 
     def reportinfo(self):
         return self.path, None, f"{self.path.name} (needs {', '.join(self.missing)})"

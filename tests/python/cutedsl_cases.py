@@ -6,8 +6,8 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 import cutlass.torch
-from cuda.bindings import driver as cuda
 import torch
+from cuda.bindings import driver as cuda
 from cutlass import Constexpr, Float32, Int32
 
 from tta.examples.kernels.cutedsl_kernels import add_relu_host, add_relu_kernel, pointer

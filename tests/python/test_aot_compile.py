@@ -35,7 +35,9 @@ def test_parallel_compile_equals_serial(pool, capsys):
 
 def test_errors_in_worker_processes_reach_the_caller():
     ex = by_name("triton_softmax")
-    bad = C.Task(ex.spec(), {"BLOCK": 1024}, [TensorType.dynamic(torch.float16, 2)], lambda x: x.new_empty(x.shape), 90, 90, {"nonsense": 1})
+    bad = C.Task(
+        ex.spec(), {"BLOCK": 1024}, [TensorType.dynamic(torch.float16, 2)], lambda x: x.new_empty(x.shape), 90, 90, {"nonsense": 1}
+    )
     with pytest.raises(PluginError, match="unknown Triton compile options"):
         C.run_tasks([bad, bad], jobs=2, pool="process", progress=False)
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import math
 
+import cutedsl_cases as cases
 import cutlass.cute  # noqa: F401  (fail loudly when CuTeDSL is missing)
 import pytest
 import torch
-
-import cutedsl_cases as cases
-import tta.declare.specs as specs
 from expr_checks import expressions_render_for_tensorrt
-from tta.common import bridge as core
-from tta.aot.cutedsl import backend as cutedsl
+
+import tta.declare.specs as specs
 from tta.aot.base import symbol_values
+from tta.aot.cutedsl import backend as cutedsl
 from tta.aot.driver import compile_spec
 from tta.aot.session import TensorType
+from tta.common import bridge as core
 from tta.errors import PluginError
 from tta.examples.kernels import by_name, examples
 
@@ -38,9 +38,7 @@ def compiled():
     out = {}
     for ex in EXAMPLES:
         for dt in ex.dtypes:
-            out[(ex.name, dt)] = [
-                compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()
-            ]
+            out[(ex.name, dt)] = [compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()]
     return out
 
 

@@ -5,20 +5,19 @@ tta/aot/cuda_tools.py); without them these tests fail, they do not skip."""
 
 from __future__ import annotations
 
-
 import cuda.tile  # noqa: F401  (fail loudly when cuTile is missing)
+import cutile_cases as cases
 import pytest
 import torch
-
-import cutile_cases as cases
-import tta.declare.specs as specs
 from expr_checks import expressions_render_for_tensorrt
-from tta.common import bridge as core
-from tta.aot.cutile import backend as cutile
+
+import tta.declare.specs as specs
 from tta.aot import ptxabi
 from tta.aot.base import symbol_values
+from tta.aot.cutile import backend as cutile
 from tta.aot.driver import compile_spec
 from tta.aot.session import TensorType
+from tta.common import bridge as core
 from tta.errors import PluginError
 from tta.examples.kernels import by_name, examples
 
@@ -39,9 +38,7 @@ def compiled():
     out = {}
     for ex in EXAMPLES:
         for dt in ex.dtypes:
-            out[(ex.name, dt)] = [
-                compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()
-            ]
+            out[(ex.name, dt)] = [compile_spec(ex.spec(), cfg, ex.input_metas(dt), ex.meta, 90, 90) for cfg in ex.spec().config_dicts()]
     return out
 
 
@@ -186,9 +183,9 @@ def test_inductor_kernel_bundle_of_a_cutile_plugin(tmp_path):
     """What the Inductor backend launches for a cuTile region (tta_cubin::<op>): its kernels
     compiled here per plugin name, one per config, saved and read back; the launcher picks by
     dtype. The launch itself runs on the GPU (test_gpu_backends.py)."""
-    from tta.tools.gpu import build_bundle, models
     from tta.inductor.cubin_ops import Launcher
     from tta.inductor.kernel_bundle import compile_bundle, load_bundle, save_bundle
+    from tta.tools.gpu import build_bundle, models
 
     model = models.DSLResidualBlock(models.dsl_add_relu_plugin("cutile"))
     bundle = compile_bundle(model, build_bundle.example(4, torch.float16), build_bundle.dynamic_shapes(), sm=90, max_ptx=90)

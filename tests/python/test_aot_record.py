@@ -95,7 +95,15 @@ def test_roles_extras_constants_and_grid():
     assert plan.extras == ["i0_0*i0_1"]
     assert plan.grid == ("FloorDiv(i0_0*i0_1 + 255, 256)", "1", "1")
     assert plan.options == {"num_warps": 2}
-    assert plan.signature == {"out_ptr": "*fp32", "x_ptr": "*fp32", "n": "i32", "stride": "constexpr", "factor": "constexpr", "FLAG": "constexpr", "BLOCK": "constexpr"}
+    assert plan.signature == {
+        "out_ptr": "*fp32",
+        "x_ptr": "*fp32",
+        "n": "i32",
+        "stride": "constexpr",
+        "factor": "constexpr",
+        "FLAG": "constexpr",
+        "BLOCK": "constexpr",
+    }
     # runtime params in kernel order: out, x, n -> QDP order: x (input), n (extra), out (output)
     assert ptxabi.qdp_order(plan.runtime_roles()) == [1, 2, 0]
 

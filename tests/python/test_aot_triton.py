@@ -10,12 +10,12 @@ import torch
 import triton
 import triton.language as tl
 
-from tta.common import bridge as core
 from tta.aot import ptxabi
-from tta.common.bridge import QdpSlots
-from tta.aot.triton import backend as tb
 from tta.aot.compile import compile_specs
 from tta.aot.session import TensorType
+from tta.aot.triton import backend as tb
+from tta.common import bridge as core
+from tta.common.bridge import QdpSlots
 from tta.errors import PluginError
 from tta.examples.kernels import by_name, examples
 
@@ -77,7 +77,9 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
         # were permuted, so the original index of each QDP slot is the recorded permutation.
         original = [int(re.search(r"_param_(\d+)$", p.name).group(1)) for p in params]
         runtime = [p for p in k.meta["params"] if p["role"] != "constexpr"]
-        expected = sorted(range(len(runtime)), key=lambda i: ({"input": 0, "extra": 1, "output": 2}[runtime[i]["role"]], runtime[i]["index"]))
+        expected = sorted(
+            range(len(runtime)), key=lambda i: ({"input": 0, "extra": 1, "output": 2}[runtime[i]["role"]], runtime[i]["index"])
+        )
         assert original == expected
         assert max(original) == len(runtime) - 1  # the two scratch params (indices n, n+1) are gone
         for i in (len(runtime), len(runtime) + 1):

@@ -11,8 +11,12 @@ import torch
 
 import tta
 
-CHECKS = {torch.ops.aten._assert_scalar.default, torch.ops.aten.sym_constrain_range_for_size.default,
-          torch.ops.aten._assert_async.msg, torch.ops.aten.sym_constrain_range.default}
+CHECKS = {
+    torch.ops.aten._assert_scalar.default,
+    torch.ops.aten.sym_constrain_range_for_size.default,
+    torch.ops.aten._assert_async.msg,
+    torch.ops.aten.sym_constrain_range.default,
+}
 
 
 def scale_by_count(x):

@@ -26,6 +26,7 @@ def plugin(name="p", **kw):
 
 # -- lower_as ---------------------------------------------------------------------------------
 
+
 def test_lower_as_takes_a_plugin():
     with pytest.raises(tta.PluginError, match=r"^lower_as\(impl=\.\.\.\) takes a tta\.custom_plugin\(\.\.\.\), got str$"):
         tta.lower_as("rmsnorm")
@@ -41,7 +42,9 @@ def test_lower_as_decorates_functions_only():
 def test_one_lower_as_object_entered_inside_itself_is_nesting():
     region = tta.lower_as(plugin("again"))
     with region:
-        with pytest.raises(tta.AnnotationError, match=r"^tta\.lower_as regions cannot nest: the region at .* is inside the region again:\d+ opened at "):
+        with pytest.raises(
+            tta.AnnotationError, match=r"^tta\.lower_as regions cannot nest: the region at .* is inside the region again:\d+ opened at "
+        ):
             with region:
                 pass
     with region:  # entered again after the first closed: a new region
@@ -62,7 +65,9 @@ def test_nested_lower_as_names_both_lines():
     outer, inner = line_of(Nested.forward, "lower_as(a)"), line_of(Nested.forward, "lower_as(b)")
     assert re.search(
         rf"^tta\.lower_as regions cannot nest: the region at {re.escape(inner)} is inside the region "
-        rf"outer:\d+ opened at {re.escape(outer)}; close the outer one first or merge them$", str(err.value)), str(err.value)
+        rf"outer:\d+ opened at {re.escape(outer)}; close the outer one first or merge them$",
+        str(err.value),
+    ), str(err.value)
 
 
 def test_nested_lower_as_under_strict_export_names_both_lines():
@@ -80,8 +85,11 @@ def test_nested_lower_as_under_strict_export_names_both_lines():
     inner, outer = sorted(res.refused, key=lambda r: r.id)
     # Strict export records no `with` line in the tags; each region's marker node carries its own.
     assert outer.source == line_of(Nested.forward, "lower_as(a)") and inner.source == line_of(Nested.forward, "lower_as(b)")
-    assert re.fullmatch(rf"it overlaps region inner:\d+ \({re.escape(inner.source)}\) \(shared node `mul`\); "
-                        r"regions may not nest or overlap", outer.reason), outer.reason
+    assert re.fullmatch(
+        rf"it overlaps region inner:\d+ \({re.escape(inner.source)}\) \(shared node `mul`\); "
+        r"regions may not nest or overlap",
+        outer.reason,
+    ), outer.reason
 
 
 def test_decorated_forward_is_located_at_its_decorator():
@@ -101,26 +109,42 @@ def test_decorated_forward_is_located_at_its_decorator():
 
 # -- custom_plugin and kernel specs -------------------------------------------------------------
 
+
 def launch(x, out, *, BLOCK=128):
     pass
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: tta.custom_plugin(), r"^custom_plugin needs a name=, a meta_impl or a kernel to name it after$"),
-    (lambda: tta.custom_plugin(name="k", kernel=[]), r"^custom_plugin\('k'\): kernel=\[\] is empty; give at least one kernel spec or leave it out$"),
-    (lambda: tta.custom_plugin(name="k", kernel=[launch]),
-     r"^custom_plugin\('k'\): <function launch at 0x[0-9a-f]+> is not a kernel spec; use tta\.triton/tta\.cutile/tta\.cutedsl$"),
-    (lambda: tta.custom_plugin(name="k", meta_impl=3), r"^custom_plugin\('k'\): meta_impl must be callable, got int$"),
-    (lambda: tta.triton(3), r"^tta\.triton\(3\): launch_fn must be callable$"),
-    (lambda: tta.triton(launch, configs=[]), r"^tta\.triton\(launch\): configs is empty; give at least one \(use \[\{\}\] for none\)$"),
-    (lambda: tta.triton(launch, configs=[3]), r"^tta\.triton\(launch\): each config must be a dict of compile-time values, got int$"),
-    (lambda: tta.triton(launch, configs=[{"BLOCK": [1]}]),
-     r"^tta\.triton\(launch\): config BLOCK=\[1\] is not a compile-time value \(bool, int, float or str\)$"),
-    (lambda: tta.triton(launch, configs=[{"BLOCK": 1}, {"BLOCK": 1}]), r"^tta\.triton\(launch\): duplicate config \{'BLOCK': 1\}$"),
-    (lambda: tta.triton(launch, configs=[{"WARPS": 4}]),
-     r"^tta\.triton\(launch\): config key 'WARPS' is not a parameter of the launch function \(it takes \['BLOCK', 'out', 'x'\]\)$"),
-    (lambda: tta.triton(launch, configs=[{"not ok": 4}]), r"^tta\.triton\(launch\): config key 'not ok' is not a keyword argument name$"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: tta.custom_plugin(), r"^custom_plugin needs a name=, a meta_impl or a kernel to name it after$"),
+        (
+            lambda: tta.custom_plugin(name="k", kernel=[]),
+            r"^custom_plugin\('k'\): kernel=\[\] is empty; give at least one kernel spec or leave it out$",
+        ),
+        (
+            lambda: tta.custom_plugin(name="k", kernel=[launch]),
+            r"^custom_plugin\('k'\): <function launch at 0x[0-9a-f]+> is not a kernel spec; use tta\.triton/tta\.cutile/tta\.cutedsl$",
+        ),
+        (lambda: tta.custom_plugin(name="k", meta_impl=3), r"^custom_plugin\('k'\): meta_impl must be callable, got int$"),
+        (lambda: tta.triton(3), r"^tta\.triton\(3\): launch_fn must be callable$"),
+        (lambda: tta.triton(launch, configs=[]), r"^tta\.triton\(launch\): configs is empty; give at least one \(use \[\{\}\] for none\)$"),
+        (lambda: tta.triton(launch, configs=[3]), r"^tta\.triton\(launch\): each config must be a dict of compile-time values, got int$"),
+        (
+            lambda: tta.triton(launch, configs=[{"BLOCK": [1]}]),
+            r"^tta\.triton\(launch\): config BLOCK=\[1\] is not a compile-time value \(bool, int, float or str\)$",
+        ),
+        (lambda: tta.triton(launch, configs=[{"BLOCK": 1}, {"BLOCK": 1}]), r"^tta\.triton\(launch\): duplicate config \{'BLOCK': 1\}$"),
+        (
+            lambda: tta.triton(launch, configs=[{"WARPS": 4}]),
+            r"^tta\.triton\(launch\): config key 'WARPS' is not a parameter of the launch function \(it takes \['BLOCK', 'out', 'x'\]\)$",
+        ),
+        (
+            lambda: tta.triton(launch, configs=[{"not ok": 4}]),
+            r"^tta\.triton\(launch\): config key 'not ok' is not a keyword argument name$",
+        ),
+    ],
+)
 def test_plugin_and_spec_validation(call, message):
     with pytest.raises(tta.PluginError, match=message):
         call()
@@ -128,12 +152,19 @@ def test_plugin_and_spec_validation(call, message):
 
 # -- rewrite, save_graph and find_regions on the wrong things -----------------------------------
 
-@pytest.mark.parametrize("call, what", [
-    (lambda: tta.rewrite(nn.ReLU()), "tta.rewrite takes an ExportedProgram or a GraphModule, got ReLU"),
-    (lambda: tta.rewrite("model.pt2"), "tta.rewrite takes an ExportedProgram or a GraphModule, got str"),
-    (lambda: tta.save_graph(nn.ReLU(), "/tmp/never-written.json"), "tta.save_graph takes an ExportedProgram or a GraphModule, got ReLU"),
-    (lambda: tta.find_regions(nn.ReLU()), "tta.find_regions takes an ExportedProgram or a GraphModule, got ReLU"),
-])
+
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        (lambda: tta.rewrite(nn.ReLU()), "tta.rewrite takes an ExportedProgram or a GraphModule, got ReLU"),
+        (lambda: tta.rewrite("model.pt2"), "tta.rewrite takes an ExportedProgram or a GraphModule, got str"),
+        (
+            lambda: tta.save_graph(nn.ReLU(), "/tmp/never-written.json"),
+            "tta.save_graph takes an ExportedProgram or a GraphModule, got ReLU",
+        ),
+        (lambda: tta.find_regions(nn.ReLU()), "tta.find_regions takes an ExportedProgram or a GraphModule, got ReLU"),
+    ],
+)
 def test_entry_points_name_what_they_take(call, what):
     with pytest.raises(TypeError, match=f"^{re.escape(what)}$"):
         call()
@@ -150,33 +181,71 @@ def small_program():
 
 # -- selectors ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: tta.lower_pattern(lambda a: a, "impl", (torch.randn(2),)), tta.PluginError,
-     r"^lower_pattern: the impl must be a tta\.custom_plugin\(\.\.\.\), got str$"),
-    (lambda: tta.lower_pattern(3, plugin(), (torch.randn(2),)), TypeError, r"^lower_pattern takes a function or an nn\.Module as the pattern, got int$"),
-    (lambda: tta.lower_pattern(lambda a: a, plugin(), torch.randn(2)), TypeError,
-     r"^lower_pattern\(example_inputs=\.\.\.\) is a tuple of the pattern's arguments, got Tensor$"),
-    (lambda: tta.lower_pattern(lambda a: a, plugin(), (torch.randn(2),), decompose="yes"), TypeError,
-     r"^lower_pattern\(decompose=\.\.\.\) is True, False or None \(match the target\), got 'yes'$"),
-    (lambda: (lambda x: tta.lower_pattern(lambda a, b: a + b, plugin(), (x, x)))(torch.randn(2)), TypeError,
-     r"^lower_pattern: example inputs 0 and 1 are the same tensor; pass distinct tensors \(e\.g\. x\.clone\(\)\)$"),
-    (lambda: tta.lower_modules(small_program(), {3: plugin()}), TypeError,
-     r"^lower_modules keys are nn\.Module classes or dotted path prefixes, got 3$"),
-    (lambda: tta.lower_modules(small_program(), {nn.ReLU: "impl"}), tta.PluginError,
-     r"^lower_modules\(<class 'torch\.nn\.modules\.activation\.ReLU'>: \.\.\.\): the impl must be a tta\.custom_plugin\(\.\.\.\), got str$"),
-    (lambda: tta.lower_modules(AddRelu(), {nn.ReLU: plugin()}), TypeError,
-     r"^lower_modules\(model, \.\.\.\) exports the model first and needs example_inputs=\(\.\.\.\); or pass the ExportedProgram from torch\.export\.export$"),
-    (lambda: tta.rewrite(small_program(), selectors=[3]), TypeError,
-     r"^selectors are tta\.lower_pattern\(\.\.\.\) results or \{module type or path: impl\} mappings, got int$"),
-    (lambda: tta.lower_pattern(lambda a, b: (a.relu(), b), plugin(), (torch.randn(4), torch.randn(4)), name="ident").apply(small_program()),
-     tta.GraphError, r"^pattern `ident`: it returns `b`, which is not computed by the pattern$"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: tta.lower_pattern(lambda a: a, "impl", (torch.randn(2),)),
+            tta.PluginError,
+            r"^lower_pattern: the impl must be a tta\.custom_plugin\(\.\.\.\), got str$",
+        ),
+        (
+            lambda: tta.lower_pattern(3, plugin(), (torch.randn(2),)),
+            TypeError,
+            r"^lower_pattern takes a function or an nn\.Module as the pattern, got int$",
+        ),
+        (
+            lambda: tta.lower_pattern(lambda a: a, plugin(), torch.randn(2)),
+            TypeError,
+            r"^lower_pattern\(example_inputs=\.\.\.\) is a tuple of the pattern's arguments, got Tensor$",
+        ),
+        (
+            lambda: tta.lower_pattern(lambda a: a, plugin(), (torch.randn(2),), decompose="yes"),
+            TypeError,
+            r"^lower_pattern\(decompose=\.\.\.\) is True, False or None \(match the target\), got 'yes'$",
+        ),
+        (
+            lambda: (lambda x: tta.lower_pattern(lambda a, b: a + b, plugin(), (x, x)))(torch.randn(2)),
+            TypeError,
+            r"^lower_pattern: example inputs 0 and 1 are the same tensor; pass distinct tensors \(e\.g\. x\.clone\(\)\)$",
+        ),
+        (
+            lambda: tta.lower_modules(small_program(), {3: plugin()}),
+            TypeError,
+            r"^lower_modules keys are nn\.Module classes or dotted path prefixes, got 3$",
+        ),
+        (
+            lambda: tta.lower_modules(small_program(), {nn.ReLU: "impl"}),
+            tta.PluginError,
+            r"^lower_modules\(<class 'torch\.nn\.modules\.activation\.ReLU'>: \.\.\.\): the impl must be a tta\.custom_plugin\(\.\.\.\), got str$",
+        ),
+        (
+            lambda: tta.lower_modules(AddRelu(), {nn.ReLU: plugin()}),
+            TypeError,
+            r"^lower_modules\(model, \.\.\.\) exports the model first and needs example_inputs=\(\.\.\.\); or pass the ExportedProgram from torch\.export\.export$",
+        ),
+        (
+            lambda: tta.rewrite(small_program(), selectors=[3]),
+            TypeError,
+            r"^selectors are tta\.lower_pattern\(\.\.\.\) results or \{module type or path: impl\} mappings, got int$",
+        ),
+        (
+            lambda: tta.lower_pattern(lambda a, b: (a.relu(), b), plugin(), (torch.randn(4), torch.randn(4)), name="ident").apply(
+                small_program()
+            ),
+            tta.GraphError,
+            r"^pattern `ident`: it returns `b`, which is not computed by the pattern$",
+        ),
+    ],
+)
 def test_selector_misuse(call, error, message):
     with pytest.raises(error, match=message):
         call()
 
 
 # -- meta_impl failures -------------------------------------------------------------------------
+
 
 def meta_returns_int(a, b):
     return 3
@@ -190,12 +259,18 @@ def meta_two_outputs(a, b):
     return a.new_empty(a.shape), a.new_empty(a.shape)
 
 
-@pytest.mark.parametrize("meta, reason", [
-    (meta_returns_int, rf"meta_impl of `m` failed on the region's inputs: meta_impl \({re.escape(HERE)}:\d+\) returned a int; "
-                       r"it must return a tensor, or a tuple of tensors, shaped like the region's outputs \(e\.g\. x\.new_empty\(x\.shape\)\)"),
-    (meta_raises, r"meta_impl of `m` failed on the region's inputs: ValueError: no such shape"),
-    (meta_two_outputs, r"meta_impl of `m` returns 2 output\(s\) but the region produces 1: `relu`"),
-])
+@pytest.mark.parametrize(
+    "meta, reason",
+    [
+        (
+            meta_returns_int,
+            rf"meta_impl of `m` failed on the region's inputs: meta_impl \({re.escape(HERE)}:\d+\) returned a int; "
+            r"it must return a tensor, or a tuple of tensors, shaped like the region's outputs \(e\.g\. x\.new_empty\(x\.shape\)\)",
+        ),
+        (meta_raises, r"meta_impl of `m` failed on the region's inputs: ValueError: no such shape"),
+        (meta_two_outputs, r"meta_impl of `m` returns 2 output\(s\) but the region produces 1: `relu`"),
+    ],
+)
 def test_meta_impl_failures_are_the_refusal_reason(meta, reason):
     impl = tta.custom_plugin(name="m", meta_impl=meta)
 
@@ -211,6 +286,7 @@ def test_meta_impl_failures_are_the_refusal_reason(meta, reason):
 
 
 # -- compile_kernels on regions a kernel cannot take --------------------------------------------
+
 
 def test_compile_kernels_refuses_integer_inputs():
     pytest.importorskip("triton")
@@ -235,11 +311,15 @@ def test_compile_kernels_refuses_integer_inputs():
 
 # -- report text --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, message", [
-    ("s0 *", 'shape expression "s0 *": the expression ends where a value should follow'),
-    ("s0 ** 2 2", 'shape expression "s0 ** 2 2": unexpected `2` after a complete expression'),
-    ("s0 $ 1", 'shape expression "s0 $ 1": unexpected character `$`'),
-])
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("s0 *", 'shape expression "s0 *": the expression ends where a value should follow'),
+        ("s0 ** 2 2", 'shape expression "s0 ** 2 2": unexpected `2` after a complete expression'),
+        ("s0 $ 1", 'shape expression "s0 $ 1": unexpected character `$`'),
+    ],
+)
 def test_shape_expression_errors_quote_the_text_not_rust(text, message):
     from tta import _core
 

@@ -20,8 +20,10 @@ PYTHON_DIR = os.path.dirname(os.path.dirname(tta.__file__))
 
 def run_cli(*argv: str) -> subprocess.CompletedProcess:
     # A fresh interpreter, as a user's shell would start it; print whether torch got imported.
-    code = ("import sys\nfrom tta import cli\nrc = cli.main(sys.argv[1:])\n"
-            "print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\nsys.exit(rc)")
+    code = (
+        "import sys\nfrom tta import cli\nrc = cli.main(sys.argv[1:])\n"
+        "print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\nsys.exit(rc)"
+    )
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
     return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=120)
 
@@ -33,16 +35,19 @@ def test_report_runs_without_importing_torch():
     assert "region " in out.stdout
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"format": "tta-graph", "nod', "not valid JSON: it ends early (is the file truncated?)"),
-    ('{"format": "tta-graph",', "not valid JSON: it ends early (is the file truncated?)"),
-    ("garbage\n", "not valid JSON: Expecting value at line 1 column 1"),
-    ("[1, 2]", "the graph file must be a JSON object, got a list"),
-    ('{"graph": [1]}', '"graph" must be a JSON object, got a list'),
-    ('{"graph": {}, "impls": 3}', '"impls" must be a JSON object, got a number'),
-    ("\xff\xfe", "not a graph JSON file (not UTF-8 text)"),
-    ('{"format": "tta-graph", "version": 99, "nodes": []}', 'expected format "tta-graph" version 1, got "tta-graph" version 99'),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"format": "tta-graph", "nod', "not valid JSON: it ends early (is the file truncated?)"),
+        ('{"format": "tta-graph",', "not valid JSON: it ends early (is the file truncated?)"),
+        ("garbage\n", "not valid JSON: Expecting value at line 1 column 1"),
+        ("[1, 2]", "the graph file must be a JSON object, got a list"),
+        ('{"graph": [1]}', '"graph" must be a JSON object, got a list'),
+        ('{"graph": {}, "impls": 3}', '"impls" must be a JSON object, got a number'),
+        ("\xff\xfe", "not a graph JSON file (not UTF-8 text)"),
+        ('{"format": "tta-graph", "version": 99, "nodes": []}', 'expected format "tta-graph" version 1, got "tta-graph" version 99'),
+    ],
+)
 def test_report_on_bad_files_prints_one_line(tmp_path, content, message):
     path = tmp_path / "g.json"
     path.write_bytes(content.encode("latin-1"))
@@ -114,7 +119,13 @@ def test_graph_file_command_line(tmp_path):
     pt2 = tmp_path / "m.pt2"
     torch.export.save(ep, pt2)
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
-    out = subprocess.run([sys.executable, "-m", "tta.tools.graph_file", str(pt2), str(tmp_path / "g.json")], capture_output=True, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "tta.tools.graph_file", str(pt2), str(tmp_path / "g.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert json.load(open(tmp_path / "g.json"))["graph"]["format"] == "tta-graph"
     for source, message in [
@@ -122,5 +133,11 @@ def test_graph_file_command_line(tmp_path):
         ("json:nothing_here", "module 'json' has no attribute 'nothing_here'"),
         ("json:__name__", "tta.save_graph takes an ExportedProgram or a GraphModule, got str"),
     ]:
-        out = subprocess.run([sys.executable, "-m", "tta.tools.graph_file", source, str(tmp_path / "x.json")], capture_output=True, text=True, env=env, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-m", "tta.tools.graph_file", source, str(tmp_path / "x.json")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert out.returncode == 2 and out.stderr == f"python -m tta.tools.graph_file: error: {message}\n", out.stderr

@@ -15,8 +15,8 @@ from tta.aot import compile as C
 from tta.aot import driver
 from tta.aot.session import TensorType
 from tta.common.cache import Cache, CacheWarning, digest
-from tta.examples.kernels import by_name
 from tta.declare.specs import triton as triton_spec
+from tta.examples.kernels import by_name
 
 
 def test_put_get_roundtrip_and_miss(tmp_path):

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import time
 
+import check_cases as cc
 import pytest
 import torch
 
-import check_cases as cc
 import tta
+from tta.errors import KernelCheckError
 from tta.verify import inputs as check_inputs
 from tta.verify.report import FAIL, NOT_RUN, PASS, SKIPPED
-from tta.errors import KernelCheckError
 
 
 def _rewrite(model, x, *static, batch_max: int = 64):
@@ -147,7 +147,10 @@ def test_a_passing_check_is_cached(tmp_path):
 def test_sizes_stay_inside_the_ranges_and_differ_per_dim():
     from tta.common.bridge import Port
 
-    ports = [Port(name="x", kind="tensor", dtype="float32", shape=("s0", "s1", 8)), Port(name="w", kind="tensor", dtype="float32", shape=("s1",))]
+    ports = [
+        Port(name="x", kind="tensor", dtype="float32", shape=("s0", "s1", 8)),
+        Port(name="w", kind="tensor", dtype="float32", shape=("s1",)),
+    ]
     sets = check_inputs.size_sets(ports, {"s0": (1, 4), "s1": (16, 17)}, 2)
     assert len(sets) == 2 and sets[0] != sets[1]
     for env in sets:

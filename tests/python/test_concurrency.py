@@ -12,9 +12,10 @@ import threading
 from pathlib import Path
 
 import concurrency_model as cm
+
 import tta
-from tta.runtime import ops
 from tta.common.cache import Cache
+from tta.runtime import ops
 
 _tags = itertools.count()
 

@@ -43,8 +43,14 @@ def test_port_shapes_cross_as_typed_dims():
         "regions": {"r": {"impl": "p"}},
         "nodes": [
             {"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float32", "shape": ["s0", 4]}},
-            {"name": "relu", "op": "call_function", "target": "aten.relu.default", "args": [{"ref": "x"}],
-             "regions": ["r"], "val": {"dtype": "float32", "shape": ["s0", 4]}},
+            {
+                "name": "relu",
+                "op": "call_function",
+                "target": "aten.relu.default",
+                "args": [{"ref": "x"}],
+                "regions": ["r"],
+                "val": {"dtype": "float32", "shape": ["s0", 4]},
+            },
             {"name": "output", "op": "output", "target": "output", "args": [[{"ref": "relu"}]]},
         ],
     }
@@ -80,8 +86,11 @@ def test_decoded_dataclasses_have_every_field_their_constructor_sets():
 
     tensor = core.Port.decode({"name": "x", "kind": "tensor", "dtype": "float32", "shape": [2, "s0"]})
     sym = core.Port.decode({"name": "n", "kind": "sym_int", "expr": "s0", "mutated": True})
-    built = [(tensor, core.Port("x", "tensor", dtype="float32", shape=(2, "s0"))), (sym, core.Port("n", "sym_int", expr="s0", mutated=True)),
-             (core.Origin.decode({"kind": "module", "path": "m"}), core.Origin("module", path="m"))]
+    built = [
+        (tensor, core.Port("x", "tensor", dtype="float32", shape=(2, "s0"))),
+        (sym, core.Port("n", "sym_int", expr="s0", mutated=True)),
+        (core.Origin.decode({"kind": "module", "path": "m"}), core.Origin("module", path="m")),
+    ]
     for decoded, made in built:
         assert vars(decoded) == vars(made) and decoded == made and hash(decoded) == hash(made)
     import importlib

@@ -2,7 +2,6 @@
 caller, and non-finite literals survive the rewrite and its check."""
 
 import json
-import math
 
 import pytest
 import torch

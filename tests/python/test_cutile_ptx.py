@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 import torch
 
-from tta.common import bridge as core
 from tta.aot.compile import compile_specs
 from tta.aot.cutile.ptx import ptx_variant
+from tta.common import bridge as core
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
 

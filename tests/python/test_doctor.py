@@ -11,13 +11,19 @@ import warnings
 
 import pytest
 
-from tta.tools import cli
 from tta.common import cuda_driver, known_bugs, packages
-from tta.tools import doctor, doctor_checks, doctor_engine
+from tta.tools import cli, doctor, doctor_checks, doctor_engine
 
 TRT_MODULES = ("tensorrt", "tensorrt.plugin", "tensorrt_bindings", "torch_tensorrt")
-TRT_DISTS = ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu13-bindings", "tensorrt-cu12-bindings",
-             "torch-tensorrt", "torch_tensorrt")
+TRT_DISTS = (
+    "tensorrt",
+    "tensorrt-cu13",
+    "tensorrt-cu12",
+    "tensorrt-cu13-bindings",
+    "tensorrt-cu12-bindings",
+    "torch-tensorrt",
+    "torch_tensorrt",
+)
 
 
 @pytest.fixture
@@ -37,8 +43,22 @@ def _rows(out: str) -> dict[str, str]:
     """check name -> its table line (the first line that starts with it)."""
     found = {}
     for line in out.splitlines():
-        for name in ("tta", "torch", "GPU", "CUDA driver", "PTX ISA cap", "CUDA (torch)", "TensorRT", "tensorrt.plugin",
-                     "Torch-TensorRT", "TensorRT bugs", "tta cache", "engine", "NumPy", "Triton"):
+        for name in (
+            "tta",
+            "torch",
+            "GPU",
+            "CUDA driver",
+            "PTX ISA cap",
+            "CUDA (torch)",
+            "TensorRT",
+            "tensorrt.plugin",
+            "Torch-TensorRT",
+            "TensorRT bugs",
+            "tta cache",
+            "engine",
+            "NumPy",
+            "Triton",
+        ):
             if line.startswith(name + " ") and name not in found:
                 found[name] = line
     return found
@@ -120,8 +140,9 @@ def test_qdp_broken_tensorrt_is_refused_with_the_reason(monkeypatch, capsys):
     fake.__spec__ = __import__("importlib.machinery").machinery.ModuleSpec("tensorrt", None)
     monkeypatch.setitem(sys.modules, "tensorrt", fake)
     monkeypatch.setitem(sys.modules, "tensorrt.plugin", None)
-    monkeypatch.setattr(doctor_checks, "CHECKS", [c for c in doctor_checks.CHECKS if c[0] in
-                                                  ("TensorRT", "tensorrt.plugin", "TensorRT bugs", "engine")])
+    monkeypatch.setattr(
+        doctor_checks, "CHECKS", [c for c in doctor_checks.CHECKS if c[0] in ("TensorRT", "tensorrt.plugin", "TensorRT bugs", "engine")]
+    )
     assert cli.main(["doctor"]) == 1
     out = capsys.readouterr().out
     bad = out.split("problem(s):\n")[1].strip().splitlines()
@@ -134,10 +155,19 @@ def test_qdp_broken_tensorrt_is_refused_with_the_reason(monkeypatch, capsys):
 # -- the PTX ISA cap -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("driver,option,problem", [
-    (None, 90, False), ("13.0", 90, False), ("12.6", 85, False), ("12.8", 87, False), ("13.4", 94, False),
-    ("14.1", 95, False), ("10.2", 90, True), ("thirteen", 90, True),
-])
+@pytest.mark.parametrize(
+    "driver,option,problem",
+    [
+        (None, 90, False),
+        ("13.0", 90, False),
+        ("12.6", 85, False),
+        ("12.8", 87, False),
+        ("13.4", 94, False),
+        ("14.1", 95, False),
+        ("10.2", 90, True),
+        ("thirteen", 90, True),
+    ],
+)
 def test_ptx_cap_for_driver(driver, option, problem):
     cap = cuda_driver.cap_for_driver(driver)
     assert (cap.option, cap.problem, cap.driver) == (option, problem, driver)
@@ -204,13 +234,16 @@ def test_engine_step_runs_where_it_can_and_reports_each_plugin(monkeypatch):
     assert "tta:doctor/cutile [PluginV3]" in rows[2].found and "matches eager" in rows[0].plan
 
 
-@pytest.mark.parametrize("change,problem", [
-    (lambda r: r.runs.__setitem__(1, ("triton", (333, 4097), 3.5, False)), "differs from eager"),
-    (lambda r: r.layers.pop(0), "no plugin layer (or no tta metadata) for tta:doctor/triton"),
-    (lambda r: r.layers[1].update(metadata=None), "tta:doctor/cutile"),
-    (lambda r: r.failed.update(cutedsl="PluginError: no tileiras for sm_90"), "no tileiras"),
-    (lambda r: setattr(r, "error", "TensorRT built no engine"), "TensorRT built no engine"),
-])
+@pytest.mark.parametrize(
+    "change,problem",
+    [
+        (lambda r: r.runs.__setitem__(1, ("triton", (333, 4097), 3.5, False)), "differs from eager"),
+        (lambda r: r.layers.pop(0), "no plugin layer (or no tta metadata) for tta:doctor/triton"),
+        (lambda r: r.layers[1].update(metadata=None), "tta:doctor/cutile"),
+        (lambda r: r.failed.update(cutedsl="PluginError: no tileiras for sm_90"), "no tileiras"),
+        (lambda r: setattr(r, "error", "TensorRT built no engine"), "TensorRT built no engine"),
+    ],
+)
 def test_engine_step_problems_are_reported(monkeypatch, change, problem):
     result = _good_result()
     change(result)
@@ -228,11 +261,17 @@ def test_engine_step_failure_is_one_line(monkeypatch):
     assert (row.status, row.note) == (doctor.PROBLEM, "RuntimeError: deserialize_cuda_engine failed")
 
 
-@pytest.mark.parametrize("kw,why", [
-    ({"trt": None}, "no TensorRT"), ({"gpu": None}, "no GPU"), ({"aot": False}, "no AOT"),
-    ({"dsls": []}, "no kernel DSL"), ({"qdp_refusal": "broken"}, "QDP plugins do not work"),
-    ({"trt": types.SimpleNamespace(__version__="11.1", STANDIN=True)}, "stand-in, which cannot run engines"),
-])
+@pytest.mark.parametrize(
+    "kw,why",
+    [
+        ({"trt": None}, "no TensorRT"),
+        ({"gpu": None}, "no GPU"),
+        ({"aot": False}, "no AOT"),
+        ({"dsls": []}, "no kernel DSL"),
+        ({"qdp_refusal": "broken"}, "QDP plugins do not work"),
+        ({"trt": types.SimpleNamespace(__version__="11.1", STANDIN=True)}, "stand-in, which cannot run engines"),
+    ],
+)
 def test_engine_step_is_skipped_saying_why(monkeypatch, kw, why):
     monkeypatch.setattr(doctor_engine, "build_and_run", lambda *a: pytest.fail("must not build"))
     (row,) = doctor_engine.check(_state(**kw))
@@ -240,7 +279,9 @@ def test_engine_step_is_skipped_saying_why(monkeypatch, kw, why):
 
 
 def test_inspector_layers_detailed_and_names_only():
-    detailed = '{"Layers": [{"Name": "x_cast", "LayerType": "Cast"}, {"Name": "tta:doctor/triton", "LayerType": "PluginV3", "Metadata": "m"}]}'
+    detailed = (
+        '{"Layers": [{"Name": "x_cast", "LayerType": "Cast"}, {"Name": "tta:doctor/triton", "LayerType": "PluginV3", "Metadata": "m"}]}'
+    )
     assert doctor_engine.inspector_layers(detailed) == [{"name": "tta:doctor/triton", "type": "PluginV3", "metadata": "m"}]
     names = {"Layers": ["x_cast", "tta:doctor/cutile"], "Bindings": ["x"]}
     assert doctor_engine.inspector_layers(names) == [{"name": "tta:doctor/cutile", "type": "?", "metadata": None}]
@@ -249,10 +290,20 @@ def test_inspector_layers_detailed_and_names_only():
 # -- known TensorRT bugs by version ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("version,leaks", [
-    ("11.1.0.106", True), ("11.2.0.4", True), ("11.2.1.2", True), ("11.2", True),
-    ("11.0.0.1", False), ("11.2.2.1", False), ("11.3.0.1", False), ("11.4.0.106", False), ("10.13.3.9", False),
-])
+@pytest.mark.parametrize(
+    "version,leaks",
+    [
+        ("11.1.0.106", True),
+        ("11.2.0.4", True),
+        ("11.2.1.2", True),
+        ("11.2", True),
+        ("11.0.0.1", False),
+        ("11.2.2.1", False),
+        ("11.3.0.1", False),
+        ("11.4.0.106", False),
+        ("10.13.3.9", False),
+    ],
+)
 def test_aot_module_leak_versions(version, leaks):
     text = known_bugs.aot_module_leak(version)
     assert (text is not None) == leaks
@@ -260,9 +311,17 @@ def test_aot_module_leak_versions(version, leaks):
         assert "NVIDIA/TensorRT #4849" in text and version in text
 
 
-@pytest.mark.parametrize("version,broken", [
-    ("10.14.1.48", True), ("10.15.0.1", True), ("10.13.3.9", False), ("10.16.0", False), ("11.1.0.106", False), ("1.14", False),
-])
+@pytest.mark.parametrize(
+    "version,broken",
+    [
+        ("10.14.1.48", True),
+        ("10.15.0.1", True),
+        ("10.13.3.9", False),
+        ("10.16.0", False),
+        ("11.1.0.106", False),
+        ("1.14", False),
+    ],
+)
 def test_qdp_refusal_versions(version, broken):
     text = known_bugs.qdp_refusal(version)
     assert (text is not None) == broken

@@ -11,8 +11,8 @@ import sys
 import pytest
 import torch
 
-from tta.runtime import eager
 from tta.examples.kernels import by_name, examples
+from tta.runtime import eager
 
 # Runs in a child process: TRITON_INTERPRET must be set before triton is imported (the @jit
 # decorator picks the interpreter at definition time).
@@ -64,7 +64,9 @@ def test_examples_match_torch_under_the_interpreter(interpreted):
     assert failures == []
     ran = [row for row in interpreted if row[5] is True]
     # Every example, dtype and size ran with at least one config (guards skip too-long rows).
-    assert {(r[0], r[1], tuple(r[2])) for r in ran} == {(ex.name, str(dt), tuple(s)) for ex in examples(("triton",)) if not ex.requires for dt in ex.dtypes for s in ex.test_shapes}
+    assert {(r[0], r[1], tuple(r[2])) for r in ran} == {
+        (ex.name, str(dt), tuple(s)) for ex in examples(("triton",)) if not ex.requires for dt in ex.dtypes for s in ex.test_shapes
+    }
 
 
 def test_interpreter_run_checks_something(interpreted):

@@ -6,12 +6,14 @@ import pytest
 import torch
 
 import tta
-from tta.runtime import eager_stats, ops
-from tta.runtime import eager
 from tta.examples.kernels import add_relu
+from tta.runtime import eager, eager_stats, ops
 
-fused = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}]),
-                          meta_impl=lambda x, y: x.new_empty(x.shape), name="eager_paths_add_relu")
+fused = tta.custom_plugin(
+    kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}]),
+    meta_impl=lambda x, y: x.new_empty(x.shape),
+    name="eager_paths_add_relu",
+)
 
 
 class AddRelu(torch.nn.Module):

@@ -10,13 +10,12 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import explain_model
 import pytest
 
 import tta
-from tta.tools import cli
 from tta.errors import TTAError
-
-import explain_model
+from tta.tools import cli
 
 explain_mod = importlib.import_module("tta.tools.explain")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,7 +78,9 @@ def test_table_has_every_column_for_outlined_and_refused_regions(text):
     assert refused["source"].endswith("explain_model.py:40")
     status = refused["status"].replace("\n", " ")
     # fx numbers nodes differently across torch versions: `mul_1`, `mul_8`, ...
-    assert re.fullmatch(r"REFUSED: meta_impl output 0 has shape \[s\d+\] but region output `mul_\d+` has shape \[s\d+, 64\]", status), status
+    assert re.fullmatch(r"REFUSED: meta_impl output 0 has shape \[s\d+\] but region output `mul_\d+` has shape \[s\d+, 64\]", status), (
+        status
+    )
     assert refused["inputs"].splitlines() == [p for p in refused["inputs"].splitlines() if ": float32[" in p]
     assert refused["backend"] == "triton launch_rmsnorm BLOCK=1024 eps=1e-06"
 
@@ -134,8 +135,10 @@ def test_svg_has_a_cluster_per_region_and_the_plugin_node(program, tmp_path):
 
 
 def _run_cli(*argv):
-    code = ("import sys\nfrom tta import cli\nrc = cli.main(sys.argv[1:])\n"
-            "print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\nsys.exit(rc)")
+    code = (
+        "import sys\nfrom tta import cli\nrc = cli.main(sys.argv[1:])\n"
+        "print('torch imported:', 'torch' in sys.modules, file=sys.stderr)\nsys.exit(rc)"
+    )
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
     return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=120)
 

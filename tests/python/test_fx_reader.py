@@ -13,8 +13,8 @@ import torch
 import torch.fx
 
 import tta
-from tta.fx import serialize as graph
 from tta.declare import markers
+from tta.fx import serialize as graph
 from tta.fx.graph_copy import copy_graph
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
@@ -38,8 +38,13 @@ def _literals() -> torch.fx.Graph:
     )
     odd.meta["val"] = (torch.empty(3, device="meta"), 7, 2.5, math.nan, True, None, "s")
     # Values alike but for layout, strides or dtype: the reader's cache keys keep them apart.
-    for n, val in [(v, torch.empty(2, 4, device="meta")), (s, torch.empty(2, 4).to_sparse()), (f, torch.empty(4, 2, device="meta").t()),
-                   (c, torch.empty(2, 4, dtype=torch.float16, device="meta")), (a, torch.empty(2, 4, device="meta"))]:
+    for n, val in [
+        (v, torch.empty(2, 4, device="meta")),
+        (s, torch.empty(2, 4).to_sparse()),
+        (f, torch.empty(4, 2, device="meta").t()),
+        (c, torch.empty(2, 4, dtype=torch.float16, device="meta")),
+        (a, torch.empty(2, 4, device="meta")),
+    ]:
         n.meta["val"] = val
         # A user's own custom metadata that does not compare to a bool (the reader compares a
         # node's with the last few nodes' to skip reading the tags again).
@@ -88,9 +93,27 @@ def _both(g: torch.fx.Graph, weights=frozenset(), declared=None) -> tuple[dict, 
     return written, read
 
 
-@pytest.mark.parametrize("name", ["literals", "symbolic_values", "symbolic_trace", *[f"model:{m}" for m in (
-    "residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output", "inplace",
-    "nonconvex")]])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "literals",
+        "symbolic_values",
+        "symbolic_trace",
+        *[
+            f"model:{m}"
+            for m in (
+                "residual_add_relu",
+                "transformer_rmsnorm",
+                "loop12",
+                "dynamic_batch",
+                "multi_output",
+                "shared_output",
+                "inplace",
+                "nonconvex",
+            )
+        ],
+    ],
+)
 def test_reader_reads_what_the_serializer_writes(name):
     if name == "literals":
         written, read = _both(_literals())
@@ -122,7 +145,13 @@ def test_stacks_and_traces_like_the_previous_node_are_told_apart_by_order_and_co
     g = torch.fx.Graph()
     x = g.placeholder("x")
     outer, inner = ("L__self__a", ("a", "pkg.Outer")), ("L__self__a_b", ("a.b", "pkg.Inner"))
-    stacks = [dict([outer, inner]), dict([outer, inner]), dict([inner, outer]), dict([outer]), dict([outer, ("L__self__a_b@1", ("a.b", "pkg.Inner"))])]
+    stacks = [
+        dict([outer, inner]),
+        dict([outer, inner]),
+        dict([inner, outer]),
+        dict([outer]),
+        dict([outer, ("L__self__a_b@1", ("a.b", "pkg.Inner"))]),
+    ]
     traces = ['File "/m.py", line 3, in f\n', 'File "/m.py", line 3, in f\n', 'File "/m.py", line 4, in f\n', "", None]
     prev = x
     for stack, trace in zip(stacks, traces):

@@ -55,8 +55,8 @@ def test_fresh_compile_launched_the_qdp_way(name, max_ptx, tmp_path):
 
 @pytest.mark.parametrize("name", [ex.name for ex in _triton_examples()])
 def test_eager_launch_uses_the_kernel_on_cuda(name, monkeypatch):
-    from tta.runtime import eager
     from tta.examples.kernels import by_name
+    from tta.runtime import eager
 
     ex = by_name(name)
     calls = []
@@ -132,8 +132,8 @@ def launch_matmul(a, b, c, *, BM=128, BN=256, BK=128, num_warps=8):
 def test_kernel_with_more_than_48kb_shared_memory(max_ptx):
     from tta.aot.compile import compile_specs
     from tta.aot.session import TensorType
-    from tta.runtime.launcher import Loaded
     from tta.declare.specs import triton as triton_spec
+    from tta.runtime.launcher import Loaded
 
     (k,) = compile_specs(
         [triton_spec(launch_matmul, [{}])],

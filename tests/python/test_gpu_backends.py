@@ -126,8 +126,9 @@ def _run_fresh(package: str, batches: list[tuple], tmp_path) -> dict:
     inputs, outputs = str(tmp_path / "inputs.pt"), str(tmp_path / "outputs.pt")
     torch.save([tuple(t.cpu() for t in args) for args in batches], inputs)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    r = subprocess.run([sys.executable, "-c", _LOAD_AND_RUN, package, inputs, outputs], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", _LOAD_AND_RUN, package, inputs, outputs], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, f"loading the package in a fresh process failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return torch.load(outputs)
 
@@ -210,9 +211,9 @@ def test_dsl_kernel_runs_as_its_compiled_artifact_under_inductor(backend, dtype,
     inside a CUDA graph; the kernel is seen running and its outputs match."""
     from unittest import mock
 
-    from tta.tools.gpu import build_bundle
     from tta.inductor import program as lowering
     from tta.inductor.kernel_bundle import load_bundle
+    from tta.tools.gpu import build_bundle
 
     path = _dsl_bundle()
     # Declared as on the machine that compiled it: only the compiled artifact runs here.
@@ -221,8 +222,9 @@ def test_dsl_kernel_runs_as_its_compiled_artifact_under_inductor(backend, dtype,
     entries = {k.entry for k in load_bundle(path)[plugin.name]}
     model = models.DSLResidualBlock(plugin)
     kw = {} if mode == "default" else {"mode": mode}
-    compiled = tta.compile(model, build_bundle.example(4, dtype, "cuda"), build_bundle.dynamic_shapes(), backend="inductor",
-                           kernels=path, **kw)
+    compiled = tta.compile(
+        model, build_bundle.example(4, dtype, "cuda"), build_bundle.dynamic_shapes(), backend="inductor", kernels=path, **kw
+    )
     [region] = compiled.tta_report.regions
     assert (region.runs, region.backend) == (lowering.COMPILED_KERNEL, backend), str(compiled.tta_report)
     assert f"tta_cubin::{region.op}" in str(compiled.tta_report)

@@ -23,8 +23,7 @@ def _graph():
 
 def _shape(g: torch.fx.Graph) -> list:
     names = lambda a: torch.fx.node.map_arg(a, lambda n: ("node", n.name))  # noqa: E731
-    return [(n.name, n.op, n.target, n.type, repr(names(n.args)), repr(names(n.kwargs)), sorted(u.name for u in n.users))
-            for n in g.nodes]
+    return [(n.name, n.op, n.target, n.type, repr(names(n.args)), repr(names(n.kwargs)), sorted(u.name for u in n.users)) for n in g.nodes]
 
 
 @pytest.mark.parametrize("c_steps", [True, False], ids=["node-c-steps", "node-constructor"])

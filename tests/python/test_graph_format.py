@@ -56,10 +56,38 @@ T = {"dtype": "float32", "shape": ["s0", 4]}
     "nodes,node,needle",
     [
         ([{"name": "x", "op": "placeholder", "target": "x"}, {"name": "x", "op": "output", "target": "output"}], "x", "more than one node"),
-        ([{"name": "a", "op": "call_function", "target": "aten.relu.default", "args": [{"ref": "b"}]}, {"name": "b", "op": "output", "target": "output"}], "a", "not defined before"),
-        ([{"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float33", "shape": [1]}}, {"name": "o", "op": "output", "target": "output"}], "x", "unknown dtype"),
-        ([{"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float32", "shape": ["s0 +* 2"]}}, {"name": "o", "op": "output", "target": "output"}], "x", "does not parse"),
-        ([{"name": "x", "op": "placeholder", "target": "x", "regions": ["r9"], "val": T}, {"name": "o", "op": "output", "target": "output"}], "x", "no declaration"),
+        (
+            [
+                {"name": "a", "op": "call_function", "target": "aten.relu.default", "args": [{"ref": "b"}]},
+                {"name": "b", "op": "output", "target": "output"},
+            ],
+            "a",
+            "not defined before",
+        ),
+        (
+            [
+                {"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float33", "shape": [1]}},
+                {"name": "o", "op": "output", "target": "output"},
+            ],
+            "x",
+            "unknown dtype",
+        ),
+        (
+            [
+                {"name": "x", "op": "placeholder", "target": "x", "val": {"dtype": "float32", "shape": ["s0 +* 2"]}},
+                {"name": "o", "op": "output", "target": "output"},
+            ],
+            "x",
+            "does not parse",
+        ),
+        (
+            [
+                {"name": "x", "op": "placeholder", "target": "x", "regions": ["r9"], "val": T},
+                {"name": "o", "op": "output", "target": "output"},
+            ],
+            "x",
+            "no declaration",
+        ),
     ],
     ids=["duplicate", "undefined-ref", "dtype", "expr", "undeclared-region"],
 )

@@ -72,7 +72,9 @@ def _user_kernels(gm) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("name,kernels", [("residual", ["add_relu_kernel"]), ("llama", ["rmsnorm_kernel", "rmsnorm_kernel", "swiglu_kernel"])])
+@pytest.mark.parametrize(
+    "name,kernels", [("residual", ["add_relu_kernel"]), ("llama", ["rmsnorm_kernel", "rmsnorm_kernel", "swiglu_kernel"])]
+)
 def test_inductor_receives_the_user_kernels(name, kernels):
     from tta.tools.gpu import models
 
@@ -144,8 +146,11 @@ def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
 
     # The fallback is decided from the spec's backend alone, so the DSL need not be installed.
     monkeypatch.setattr(tta.declare.specs, "installed", lambda backend: True)
-    plugin = tta.custom_plugin(kernel=tta.cutile(_never_launched, configs=[{"TILE": 1024}]), meta_impl=lambda x, y: x.new_empty(x.shape),
-                               name="cutile_add_relu_e2e")
+    plugin = tta.custom_plugin(
+        kernel=tta.cutile(_never_launched, configs=[{"TILE": 1024}]),
+        meta_impl=lambda x, y: x.new_empty(x.shape),
+        name="cutile_add_relu_e2e",
+    )
     monkeypatch.undo()
 
     class Block(torch.nn.Module):
@@ -157,7 +162,8 @@ def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
     program, report = _lowered(Block(), (x, y), _dyn(), None, False, "inductor")
     # No CUDA here, so its compiled kernel cannot be launched (on a GPU: tta_cubin::<op>, test_gpu_backends.py).
     assert [(r.runs, r.reason) for r in report.regions] == [
-        (lowering.REGION_BODY, "no Triton kernel (kernels: cutile); its compiled kernel cannot run here: no CUDA device")]
+        (lowering.REGION_BODY, "no Triton kernel (kernels: cutile); its compiled kernel cannot run here: no CUDA device")
+    ]
     assert not any(str(n.target).startswith(("tta.", "tta_triton.", "tta_cubin.")) for n in program.graph.nodes)
     program, report = _lowered(Block(), (x, y), _dyn(), None, False, "aot_inductor")
     assert "an AOTInductor package loads without tta" in report.regions[0].reason
@@ -167,16 +173,32 @@ def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
 def _kernel(dtypes, guards=(), entry="k"):
     from tta.aot.base import CompiledKernel
 
-    return CompiledKernel(backend="cutile", entry=entry, code=b"", code_format="cubin", grid=("1", "1", "1"), block=(1, 1, 1),
-                          shared_mem=0, extras=(), input_dtypes=dtypes, output_dtypes=dtypes[:1], output_shapes=(("i0_0",),),
-                          config=(), sm=90, meta={"guards": list(guards)})
+    return CompiledKernel(
+        backend="cutile",
+        entry=entry,
+        code=b"",
+        code_format="cubin",
+        grid=("1", "1", "1"),
+        block=(1, 1, 1),
+        shared_mem=0,
+        extras=(),
+        input_dtypes=dtypes,
+        output_dtypes=dtypes[:1],
+        output_shapes=(("i0_0",),),
+        config=(),
+        sm=90,
+        meta={"guards": list(guards)},
+    )
 
 
 def test_compiled_kernel_choice_is_by_dtype_then_guards_and_remembered():
     from tta.inductor.cubin_ops import Launcher
 
-    kernels = [_kernel(("float16", "float16"), ["i0_1 <= 1024"], "small"), _kernel(("float16", "float16"), [], "any"),
-               _kernel(("bfloat16", "bfloat16"), [], "bf16")]
+    kernels = [
+        _kernel(("float16", "float16"), ["i0_1 <= 1024"], "small"),
+        _kernel(("float16", "float16"), [], "any"),
+        _kernel(("bfloat16", "bfloat16"), [], "bf16"),
+    ]
     launcher = Launcher("op", kernels, 1)
     h, b = torch.float16, torch.bfloat16
     assert launcher.pick([torch.empty(2, 1000, dtype=h)] * 2) == 0
@@ -390,8 +412,7 @@ def test_the_module_dynamo_compiles_has_no_export_wrapper_where_the_signature_is
             return x * scale
 
     x, y = torch.randn(3, 4), torch.randn(3, 4)
-    for model, args, kwargs, flat in [(BodyOnlyBlock(), (x, y), {}, True), (Two(), (x, y), {}, True),
-                                      (Kw(), (x,), {"scale": y}, False)]:
+    for model, args, kwargs, flat in [(BodyOnlyBlock(), (x, y), {}, True), (Two(), (x, y), {}, True), (Kw(), (x,), {"scale": y}, False)]:
         ep = torch.export.export(model, args, kwargs, dynamic_shapes=None)
         gm = _for_dynamo(ep.module())
         assert not gm._forward_pre_hooks and not gm._forward_hooks

@@ -37,8 +37,11 @@ def launch_scaled_mm(a, b, c, *, BLOCK: int = 16):
     scaled_mm_kernel[(triton.cdiv(n, BLOCK),)](a, b, c, n, SCALE, BLOCK=BLOCK, K=K)
 
 
-SCALED_MM = tta.custom_plugin(kernel=tta.triton(launch_scaled_mm, configs=[{"BLOCK": 16}]),
-                              meta_impl=lambda a, b: a.new_empty(a.shape[0], K), name="scaled_mm_fp32_float")
+SCALED_MM = tta.custom_plugin(
+    kernel=tta.triton(launch_scaled_mm, configs=[{"BLOCK": 16}]),
+    meta_impl=lambda a, b: a.new_empty(a.shape[0], K),
+    name="scaled_mm_fp32_float",
+)
 
 
 class Scaled(torch.nn.Module):
@@ -138,8 +141,10 @@ def test_autotune_and_heuristics_layers_stay_around_the_bound_kernel():
     assert isinstance(kernel, Autotuner) and isinstance(kernel.fn, Heuristics)
     assert "scale" not in kernel.arg_names and "scale" not in values and values["n"] == 10
     assert [c.kwargs for c in kernel.configs] == [c.kwargs for c in autotuned.axpy_kernel.configs]
-    assert triton_floats.bind(scaled_mm_kernel, (x, x, x, 3), {"sm_scale": 2.0, "BLOCK": 16, "K": 16}, (1,))[0].fn.__name__ \
+    assert (
+        triton_floats.bind(scaled_mm_kernel, (x, x, x, 3), {"sm_scale": 2.0, "BLOCK": 16, "K": 16}, (1,))[0].fn.__name__
         == "scaled_mm_kernel_fp32_bound"
+    )
 
 
 @pytest.mark.gpu

@@ -15,9 +15,9 @@ import triton
 import triton.language as tl
 
 import tta
-from tta.common import bridge as core
 from tta.aot.compile import compile_plugin, compile_specs
 from tta.aot.session import TensorType
+from tta.common import bridge as core
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
 
@@ -100,7 +100,11 @@ def test_autotune_configs_are_the_tactics():
     assert [(k.meta["num_warps"], k.meta["num_stages"], k.block[0]) for k in kernels] == [(2, 2, 64), (4, 3, 128), (8, 1, 256)]
     # The heuristic's UNROLL (from BLOCK) and the grid lambda over meta.
     assert [k.meta["constexprs"]["UNROLL"] for k in kernels] == [1, 2, 2]
-    assert [k.grid[0] for k in kernels] == ["FloorDiv(i0_0*i0_1 + 255, 256)", "FloorDiv(i0_0*i0_1 + 2047, 2048)", "FloorDiv(i0_0*i0_1 + 4095, 4096)"]
+    assert [k.grid[0] for k in kernels] == [
+        "FloorDiv(i0_0*i0_1 + 255, 256)",
+        "FloorDiv(i0_0*i0_1 + 2047, 2048)",
+        "FloorDiv(i0_0*i0_1 + 4095, 4096)",
+    ]
     for k in kernels:
         assert k.extras == ("i0_0*i0_1",) and _kinds(k) == ["ptr", "ptr", ".u32", "ptr"]
         assert k.meta["baked"] == {"scale": 0.5} and k.meta["configs_from"].endswith("axpy_kernel")

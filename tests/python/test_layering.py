@@ -123,8 +123,13 @@ def test_no_import_cycle_among_tta_modules():
 
 
 def test_each_layer_imports_only_layers_below():
-    up = [f"{m} ({LAYERS[layer_of(m)][0]}) -> {t} ({LAYERS[layer_of(t)][0]})"
-          for m, ts in import_graph().items() if m != "tta" for t in sorted(ts) if layer_of(t) > layer_of(m)]
+    up = [
+        f"{m} ({LAYERS[layer_of(m)][0]}) -> {t} ({LAYERS[layer_of(t)][0]})"
+        for m, ts in import_graph().items()
+        if m != "tta"
+        for t in sorted(ts)
+        if layer_of(t) > layer_of(m)
+    ]
     assert up == [], "imports of a higher layer:\n" + "\n".join(up)
 
 

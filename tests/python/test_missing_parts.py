@@ -21,8 +21,8 @@ import torch
 
 import tta
 from tta.errors import MissingPackageError, TTAError
-from tta.tools.gpu import models
 from tta.inductor import program as lowering
+from tta.tools.gpu import models
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = os.path.join(ROOT, "python")

@@ -68,7 +68,9 @@ def test_attention_output_is_contiguous_and_the_graph_after_it_runs(meta_impl, d
         qkv = _qkv(seq)
         torch.testing.assert_close(res.program.module()(*qkv), model(*qkv))
     # Export again, decompose, run.
-    again = torch.export.export(res.program.module(), inputs, dynamic_shapes=({2: torch.export.Dim("seq", min=2, max=64)},) * 3 if dynamic else None)
+    again = torch.export.export(
+        res.program.module(), inputs, dynamic_shapes=({2: torch.export.Dim("seq", min=2, max=64)},) * 3 if dynamic else None
+    )
     torch.testing.assert_close(again.run_decompositions().module()(*inputs), model(*inputs))
 
 

@@ -9,6 +9,7 @@ import torch
 
 import tta
 
+
 # `h = x + r` comes first in the graph; the user's order is (y, h). The shapes differ, so a
 # meta_impl in the user's order is accepted only if tta uses that order.
 def _meta(x, r):
@@ -138,11 +139,14 @@ class NamesAnInsideValue(Listed):
         return y * 2, h - 1
 
 
-@pytest.mark.parametrize("model, why", [
-    (MissingOne, r"`add` is used after the region, but lower_as\(outputs=...\) does not list it"),
-    (NamesAnInput, r"lists `x` \(position 2\), which the region does not compute"),
-    (NamesAnInsideValue, r"lists `mul` \(position 2\), which the region computes but nothing after it uses"),
-])
+@pytest.mark.parametrize(
+    "model, why",
+    [
+        (MissingOne, r"`add` is used after the region, but lower_as\(outputs=...\) does not list it"),
+        (NamesAnInput, r"lists `x` \(position 2\), which the region does not compute"),
+        (NamesAnInsideValue, r"lists `mul` \(position 2\), which the region computes but nothing after it uses"),
+    ],
+)
 def test_outputs_that_are_not_the_regions_outputs_are_refused_at_the_with_line(model, why):
     plugin = tta.custom_plugin(name=f"bad_{model.__name__.lower()}")
     ep = torch.export.export(model(plugin), (torch.randn(4, 8), torch.randn(4, 8)))

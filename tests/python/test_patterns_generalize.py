@@ -6,12 +6,12 @@ that occurs nowhere says where its closest match diverged."""
 import warnings
 
 import pytest
+import selector_models as sm
 import torch
 import torch.nn.functional as F
 from torch.export import Dim
 from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm
 
-import selector_models as sm
 import tta
 
 
@@ -149,18 +149,28 @@ def test_qwen2_in_bfloat16_with_dynamic_batch_and_sequence():
     from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=64)
+    cfg = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     model = Qwen2ForCausalLM(cfg).eval().to(torch.bfloat16)
     ids = torch.randint(0, 64, (2, 8))
     shapes = {"input_ids": {0: Dim("batch", max=8), 1: Dim("seq", min=2, max=32)}, "use_cache": None}
     ep = torch.export.export(model, (ids,), kwargs={"use_cache": False}, dynamic_shapes=shapes, strict=False).run_decompositions()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = tta.rewrite(ep, selectors=[
-            tta.lower_pattern(silu_mlp, tta.custom_plugin(name="silu_mlp"), mlp_examples(seq=4)),
-            tta.lower_pattern(Qwen2RMSNorm(32), tta.custom_plugin(name="rms"), (torch.randn(1, 4, 32),)),
-        ])
+        res = tta.rewrite(
+            ep,
+            selectors=[
+                tta.lower_pattern(silu_mlp, tta.custom_plugin(name="silu_mlp"), mlp_examples(seq=4)),
+                tta.lower_pattern(Qwen2RMSNorm(32), tta.custom_plugin(name="rms"), (torch.randn(1, 4, 32),)),
+            ],
+        )
     kinds = [r.origin.pattern for r in res.outlined]
     assert kinds.count("silu_mlp") == 2 and kinds.count("Qwen2RMSNorm") == 5 and not res.refused, str(res)
     assert not [w for w in caught if "occurs nowhere" in str(w.message)]

@@ -55,9 +55,7 @@ def run(code: str, tmp_path, **env: str) -> subprocess.CompletedProcess:
 def test_example_file_is_the_readme_block():
     with open(EXAMPLE, encoding="utf-8") as f:
         example = f.read()
-    assert example.endswith(quickstart_block()), (
-        "examples/quickstart.py must end with the README's quickstart block, verbatim"
-    )
+    assert example.endswith(quickstart_block()), "examples/quickstart.py must end with the README's quickstart block, verbatim"
 
 
 def test_readme_quickstart_runs_on_cpu(tmp_path):

@@ -3,10 +3,10 @@
 import re
 import warnings
 
+import models
 import pytest
 import torch
 
-import models
 import tta
 
 
@@ -85,8 +85,10 @@ def test_assertions_export_inserts_never_split_a_region(strict, decompose):
     ep = torch.export.export(model, (x,), strict=strict)
     ep = ep.run_decompositions() if decompose else ep
     inside_checks = [  # untagged checks of the float32 value inside the region
-        n for n in ep.graph.nodes
-        if n.target == torch.ops.aten._assert_tensor_metadata.default and n.args[0].meta["val"].dtype == torch.float32
+        n
+        for n in ep.graph.nodes
+        if n.target == torch.ops.aten._assert_tensor_metadata.default
+        and n.args[0].meta["val"].dtype == torch.float32
         and not any(k.startswith("tta_region:") for k in n.meta.get("custom", {}))
     ]
     res = tta.rewrite(ep)

@@ -110,12 +110,14 @@ def test_meta_impl_returning_a_non_tensor_says_what_to_return():
 
 
 def test_output_order_mismatch_names_the_ports():
-    why = _refusal(_Scaled(), torch.randn(2, 8),
-                   plugin_kw=dict(name="swapped_out", meta_impl=lambda x, w: (x.new_empty(8), x.new_empty(2, 8))))
+    why = _refusal(
+        _Scaled(), torch.randn(2, 8), plugin_kw=dict(name="swapped_out", meta_impl=lambda x, w: (x.new_empty(8), x.new_empty(2, 8)))
+    )
     assert "matches region output 1" in why and "in another order" in why, why
 
 
 def test_input_order_mismatch_names_the_ports():
-    why = _refusal(_Scaled(), torch.randn(2, 8),
-                   plugin_kw=dict(name="swapped_in", meta_impl=lambda w, x: (x.new_empty(x.shape), x.new_empty(8))))
+    why = _refusal(
+        _Scaled(), torch.randn(2, 8), plugin_kw=dict(name="swapped_in", meta_impl=lambda w, x: (x.new_empty(x.shape), x.new_empty(8)))
+    )
     assert "that of input 1 (`p_w`)" in why and "input 0 (`x`)" in why and "inputs=" in why, why

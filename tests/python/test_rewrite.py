@@ -3,15 +3,22 @@
 import re
 import sys
 
+import models
 import pytest
 import torch
 
-import models
 import tta
 from tta.runtime import ops
 
 VALID = ["residual_add_relu", "transformer_rmsnorm", "loop12", "dynamic_batch", "multi_output", "shared_output"]
-EXPECTED_OUTLINED = {"residual_add_relu": 1, "transformer_rmsnorm": 3, "loop12": 12, "dynamic_batch": 3, "multi_output": 1, "shared_output": 1}
+EXPECTED_OUTLINED = {
+    "residual_add_relu": 1,
+    "transformer_rmsnorm": 3,
+    "loop12": 12,
+    "dynamic_batch": 3,
+    "multi_output": 1,
+    "shared_output": 1,
+}
 
 
 def export(name, strict=False, decompose=True):
@@ -174,7 +181,7 @@ def test_a_graph_module_edited_in_place_is_restored_when_a_later_step_fails(monk
     applied = []
 
     def failing_apply(g, nodes, root, edits, moves, *args):
-        result = real_apply(g, nodes, root, edits, moves, *args)
+        real_apply(g, nodes, root, edits, moves, *args)
         applied.append(len(moves))
         raise RuntimeError("a later step failed")
 

@@ -77,8 +77,7 @@ def test_meta_impl_on_dynamic_shapes_runs_under_the_fake_mode():
 
     x = torch.randn(4, 8)
     batch = torch.export.Dim("batch", min=2)
-    ep = torch.export.export(Deep(_plugin("dyn_meta", meta), layers=1), (x, torch.randn(4, 8)),
-                             dynamic_shapes=({0: batch}, {0: batch}))
+    ep = torch.export.export(Deep(_plugin("dyn_meta", meta), layers=1), (x, torch.randn(4, 8)), dynamic_shapes=({0: batch}, {0: batch}))
     res = tta.rewrite(ep)
     assert seen == ["SymInt"] and len(res.outlined) == 1
     assert isinstance(res.outlined[0].outputs[0].shape[0], str)  # the batch symbol, not a number
@@ -155,7 +154,9 @@ def test_the_new_program_owns_what_can_be_renamed():
     (entries, signatures, argument specs; the frozen pytree specs shared) and its range
     constraints: editing the new one's leaves the original as it was."""
     x = torch.randn(4, 8)
-    ep = torch.export.export(Deep(_plugin("deep_owns")), (x, torch.randn(4, 8)), dynamic_shapes=({0: torch.export.Dim("b")}, {0: torch.export.Dim("b")}))
+    ep = torch.export.export(
+        Deep(_plugin("deep_owns")), (x, torch.randn(4, 8)), dynamic_shapes=({0: torch.export.Dim("b")}, {0: torch.export.Dim("b")})
+    )
     ep = ep.run_decompositions()
     before, ranges = copy.deepcopy(ep.module_call_graph), dict(ep.range_constraints)
     new = tta.rewrite(ep).program
@@ -228,7 +229,7 @@ def test_nogc_leaves_the_objects_it_moved_collectable_and_a_callers_freeze_alone
     try:
         frozen = gc.get_freeze_count()
         with NoGC():
-            keep = [[i] for i in range(50_000)]
+            [[i] for i in range(50_000)]
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()

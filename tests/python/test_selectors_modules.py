@@ -4,11 +4,11 @@ and path prefix, one per module call, outputs equal to the original model's."""
 import warnings
 
 import pytest
+import selector_models as sm
 import torch
 from torch import nn
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
-import selector_models as sm
 import tta
 from tta.common.bridge import Origin
 
@@ -32,15 +32,16 @@ def test_every_llama_rmsnorm_lowered_by_type(llama_decomposed):
     # Ports: the hidden states, then the module's weight (the meta_impl checks the order too).
     assert all(r.inputs[1].name.endswith("norm_weight") for r in res.outlined)
     assert len(set(sm.tta_ops(res))) == 1 and len(sm.tta_ops(res)) == 5, "identical norms share one op"
-    assert all(r.origin == Origin("module", selector="transformers.models.llama.modeling_llama.LlamaRMSNorm", path=r.id[7:]) for r in res.outlined)
+    assert all(
+        r.origin == Origin("module", selector="transformers.models.llama.modeling_llama.LlamaRMSNorm", path=r.id[7:]) for r in res.outlined
+    )
     sm.assert_same_outputs(model, args, kwargs, res)
     sm.assert_snapshot("llama_rmsnorm_by_type", res)
 
 
 def test_lower_modules_on_a_plain_module_exports_it_first():
     model, args, kwargs = sm.llama()
-    res = tta.lower_modules(model, {"model.layers": tta.custom_plugin(name="decoder_layer")},
-                            example_inputs=args, example_kwargs=kwargs)
+    res = tta.lower_modules(model, {"model.layers": tta.custom_plugin(name="decoder_layer")}, example_inputs=args, example_kwargs=kwargs)
     assert isinstance(res, tta.RewriteResult)
     assert isinstance(res.program, torch.export.ExportedProgram)
     # A path prefix: each layer of the ModuleList is one region, its submodules inside it.
@@ -124,4 +125,7 @@ def test_bad_selectors_and_silent_misses():
         res = tta.lower_modules(ep, {"layer9": sm.rmsnorm, nn.GELU: sm.rmsnorm})
     assert not res.regions
     msgs = sorted(str(w.message) for w in caught)
-    assert msgs == ["tta: no module in the graph matches 'layer9'", "tta: no module in the graph matches 'torch.nn.modules.activation.GELU'"]
+    assert msgs == [
+        "tta: no module in the graph matches 'layer9'",
+        "tta: no module in the graph matches 'torch.nn.modules.activation.GELU'",
+    ]

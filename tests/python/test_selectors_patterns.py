@@ -5,11 +5,11 @@ outputs equal to the original model's; decomposed vs not chosen explicitly."""
 import warnings
 
 import pytest
+import selector_models as sm
 import torch
 from torch import nn
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
-import selector_models as sm
 import tta
 from tta.fx.selectors import is_decomposed
 
@@ -93,8 +93,10 @@ def test_gpt2_gelu_mlp_by_pattern():
     assert len(first.nodes) == 14 and any(n.startswith("tanh") for n in first.nodes), first.nodes
     # x, then the weights in the module's parameter order.
     assert [p.name for p in first.inputs][1:] == [
-        "p_transformer_h_0_mlp_c_fc_weight", "p_transformer_h_0_mlp_c_fc_bias",
-        "p_transformer_h_0_mlp_c_proj_weight", "p_transformer_h_0_mlp_c_proj_bias",
+        "p_transformer_h_0_mlp_c_fc_weight",
+        "p_transformer_h_0_mlp_c_fc_bias",
+        "p_transformer_h_0_mlp_c_proj_weight",
+        "p_transformer_h_0_mlp_c_proj_bias",
     ]
     sm.assert_same_outputs(model, args, kwargs, res)
     sm.assert_snapshot("gpt2_gelu_mlp_by_pattern", res)
@@ -107,7 +109,9 @@ def test_gpt2_gelu_mlp_by_pattern():
         assert not tta.lower_pattern(gpt2_mlp_pattern(), mlp, (torch.randn(1, 4, 32),), pin_sizes=True).apply(ep).regions
     # ... and the warning says where the closest match diverged.
     msg = next(str(w.message) for w in caught if "occurs nowhere" in str(w.message))
-    assert "closest match: all 14 pattern ops line up" in msg and "argument 1 is `[1, 8, 32]` where the pattern has `[1, 4, 32]`" in msg, msg
+    assert "closest match: all 14 pattern ops line up" in msg and "argument 1 is `[1, 8, 32]` where the pattern has `[1, 4, 32]`" in msg, (
+        msg
+    )
 
 
 def test_resnet_conv_bn_relu_and_residual_add_relu_by_pattern():
@@ -116,10 +120,13 @@ def test_resnet_conv_bn_relu_and_residual_add_relu_by_pattern():
     cbr = tta.custom_plugin(name="conv_bn_relu")
     add_relu = tta.custom_plugin(name="add_relu")
     x = torch.randn(2, 64, 8, 8)
-    res = tta.rewrite(ep, selectors=[
-        tta.lower_pattern(conv_bn_relu, cbr, (x,), name="conv_bn_relu"),
-        tta.lower_pattern(lambda a, b: torch.relu(a + b), add_relu, (x, x.clone()), name="add_relu"),
-    ])
+    res = tta.rewrite(
+        ep,
+        selectors=[
+            tta.lower_pattern(conv_bn_relu, cbr, (x,), name="conv_bn_relu"),
+            tta.lower_pattern(lambda a, b: torch.relu(a + b), add_relu, (x, x.clone()), name="add_relu"),
+        ],
+    )
     kinds = [r.origin.pattern for r in res.outlined]
     # 3x3 stride-1 convs followed by bn+relu: the first conv of 5 blocks (stride-2 ones differ
     # in a literal); every block ends in add+ReLU.
@@ -148,7 +155,9 @@ def test_pattern_port_order_and_overlaps(llama_decomposed):
     sm.assert_same_outputs(model, args, kwargs, res)
 
     # A module selector and a pattern choosing the same ops: both refused, the rest outlined.
-    res = tta.lower_modules(ep, {"model.norm": sm.rmsnorm}, selectors=[tta.lower_pattern(rmsnorm_fn, sm.rmsnorm, example_rms())], on_refused="keep")
+    res = tta.lower_modules(
+        ep, {"model.norm": sm.rmsnorm}, selectors=[tta.lower_pattern(rmsnorm_fn, sm.rmsnorm, example_rms())], on_refused="keep"
+    )
     refused = sorted(r.id for r in res.refused)
     assert refused == ["module:model.norm", "pattern:rmsnorm_fn:4"], str(res)
     assert len(res.outlined) == 4

@@ -50,8 +50,9 @@ def _same(x, y):
     return x.new_empty(x.shape)
 
 
-CHECKED = tta.custom_plugin(kernel=tta.triton(launch_checked, configs=[{"BLOCK": 128}, {"BLOCK": 256}]), meta_impl=_same,
-                            name="shapes_proved_checked")
+CHECKED = tta.custom_plugin(
+    kernel=tta.triton(launch_checked, configs=[{"BLOCK": 128}, {"BLOCK": 256}]), meta_impl=_same, name="shapes_proved_checked"
+)
 ONE = tta.custom_plugin(kernel=tta.triton(launch_one, configs=[{"BLOCK": 256}]), meta_impl=_same, name="shapes_proved_one")
 HALF = tta.custom_plugin(kernel=tta.triton(launch_half, configs=[{"BLOCK": 256}]), meta_impl=_same, name="shapes_proved_half")
 
@@ -163,4 +164,6 @@ def test_next_power_of_2_guards_reach_the_compiled_kernels():
     for k, block in zip(kernels, (128, 256)):
         g = [x for x in k.meta["guards"] if "BitwiseFn_bitwise_or" in x]
         assert g, k.meta["guards"]
-        assert guards_hold(k.meta["guards"], {"i0_0": 3, "i0_1": block}) and not guards_hold(k.meta["guards"], {"i0_0": 3, "i0_1": block + 1})
+        assert guards_hold(k.meta["guards"], {"i0_0": 3, "i0_1": block}) and not guards_hold(
+            k.meta["guards"], {"i0_0": 3, "i0_1": block + 1}
+        )

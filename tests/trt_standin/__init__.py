@@ -90,8 +90,9 @@ def install(plugin_version: str = "11.1"):
     global _installed
     if _installed is not None:
         if _installed != plugin_version:
-            raise RuntimeError(f"the TensorRT stand-in is already installed with plugin package {_installed}; "
-                               f"use a new process for {plugin_version}")
+            raise RuntimeError(
+                f"the TensorRT stand-in is already installed with plugin package {_installed}; use a new process for {plugin_version}"
+            )
         return sys.modules["tensorrt"]
     existing = sys.modules.get("tensorrt")
     if existing is not None and not getattr(existing, "STANDIN", False):
@@ -106,7 +107,7 @@ def install(plugin_version: str = "11.1"):
     plugin = importlib.import_module("tensorrt_bindings.plugin")
     for name, mod in list(sys.modules.items()):
         if name == "tensorrt_bindings.plugin" or name.startswith("tensorrt_bindings.plugin."):
-            sys.modules["tensorrt" + name[len("tensorrt_bindings"):]] = mod
+            sys.modules["tensorrt" + name[len("tensorrt_bindings") :]] = mod
     trt.plugin = plugin
     bare.plugin = plugin
     _installed = plugin_version

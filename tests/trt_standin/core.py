@@ -25,13 +25,48 @@ from typing import Any, Iterable
 import numpy as np
 
 __all__ = [
-    "DataType", "TensorFormat", "DimensionOperation", "PluginFieldType", "PluginArgType", "PluginArgDataType",
-    "QuickPluginCreationRequest", "TensorRTPhase", "PluginCapabilityType",
-    "float32", "float16", "bfloat16", "int8", "int32", "int64", "bool", "uint8", "fp8", "int4", "fp4", "e8m0",
-    "nptype", "ILogger", "Logger", "Dims", "PluginField", "PluginFieldCollection", "PluginTensorDesc",
-    "DynamicPluginTensorDesc", "ITensor", "IPluginV3", "IPluginV3QuickCore", "IPluginV3QuickBuild",
-    "IPluginV3QuickRuntime", "IPluginV3QuickAOTBuild", "IPluginCreatorV3Quick", "ISymExpr", "ISymExprs",
-    "IKernelLaunchParams", "IPluginRegistry", "get_plugin_registry", "init_libnvinfer_plugins",
+    "DataType",
+    "TensorFormat",
+    "DimensionOperation",
+    "PluginFieldType",
+    "PluginArgType",
+    "PluginArgDataType",
+    "QuickPluginCreationRequest",
+    "TensorRTPhase",
+    "PluginCapabilityType",
+    "float32",
+    "float16",
+    "bfloat16",
+    "int8",
+    "int32",
+    "int64",
+    "bool",
+    "uint8",
+    "fp8",
+    "int4",
+    "fp4",
+    "e8m0",
+    "nptype",
+    "ILogger",
+    "Logger",
+    "Dims",
+    "PluginField",
+    "PluginFieldCollection",
+    "PluginTensorDesc",
+    "DynamicPluginTensorDesc",
+    "ITensor",
+    "IPluginV3",
+    "IPluginV3QuickCore",
+    "IPluginV3QuickBuild",
+    "IPluginV3QuickRuntime",
+    "IPluginV3QuickAOTBuild",
+    "IPluginCreatorV3Quick",
+    "ISymExpr",
+    "ISymExprs",
+    "IKernelLaunchParams",
+    "IPluginRegistry",
+    "get_plugin_registry",
+    "init_libnvinfer_plugins",
 ]
 
 
@@ -84,8 +119,13 @@ e8m0 = DataType.E8M0
 def nptype(dtype: DataType):
     """NumPy type of a TensorRT dtype (the bindings' ``tensorrt.nptype``)."""
     table = {
-        DataType.FLOAT: np.float32, DataType.HALF: np.float16, DataType.INT8: np.int8, DataType.INT32: np.int32,
-        DataType.INT64: np.int64, DataType.BOOL: np.bool_, DataType.UINT8: np.uint8,
+        DataType.FLOAT: np.float32,
+        DataType.HALF: np.float16,
+        DataType.INT8: np.int8,
+        DataType.INT32: np.int32,
+        DataType.INT64: np.int64,
+        DataType.BOOL: np.bool_,
+        DataType.UINT8: np.uint8,
     }
     if dtype not in table:
         raise TypeError(f"Could not resolve TensorRT datatype to an equivalent numpy datatype. ({dtype})")
@@ -139,9 +179,15 @@ class PluginFieldType(_TrtEnum):
 
 # Element type of ``PluginField.data`` per field type (UNKNOWN: raw bytes).
 _FIELD_NP = {
-    PluginFieldType.FLOAT16: np.float16, PluginFieldType.FLOAT32: np.float32, PluginFieldType.FLOAT64: np.float64,
-    PluginFieldType.INT8: np.int8, PluginFieldType.INT16: np.int16, PluginFieldType.INT32: np.int32,
-    PluginFieldType.INT64: np.int64, PluginFieldType.CHAR: np.int8, PluginFieldType.UNKNOWN: np.uint8,
+    PluginFieldType.FLOAT16: np.float16,
+    PluginFieldType.FLOAT32: np.float32,
+    PluginFieldType.FLOAT64: np.float64,
+    PluginFieldType.INT8: np.int8,
+    PluginFieldType.INT16: np.int16,
+    PluginFieldType.INT32: np.int32,
+    PluginFieldType.INT64: np.int64,
+    PluginFieldType.CHAR: np.int8,
+    PluginFieldType.UNKNOWN: np.uint8,
 }
 
 

@@ -26,7 +26,6 @@ from .core import DataType, Dims, ITensor, _TrtEnum
 from .exprs import InputDimExpr, OperationExpr, evaluate
 from .plugin_build import add_plugin_aot, build_plugin
 
-
 # -- enums Torch-TensorRT reads at import and while building (member values as in the bindings) --
 
 
@@ -143,7 +142,6 @@ class ILayer(_TensorIO):
         self.outputs = [_tensor(f"{self.name}_output_{i}", (), DataType.FLOAT, self) for i in range(n_outputs)]
 
 
-
 class IPluginV3Layer(ILayer):
     """What ``add_plugin`` adds. ``added`` is what the plugin said when added (plugin object,
     output types, output shapes as expression trees over its inputs); ``kernels`` is filled by
@@ -244,9 +242,7 @@ class INetworkDefinition(_TensorIO):
         ``QuickPluginCreationRequest.STRICT_AOT``, then asks the plugin for its output types and
         shapes (``plugin_build.add_plugin_aot``). The stand-in records AOT plugins only."""
         if aot is not True:
-            raise NotImplementedError(
-                f"add_plugin(aot={aot!r}): the TensorRT stand-in builds ahead-of-time plugins only (aot=True)"
-            )
+            raise NotImplementedError(f"add_plugin(aot={aot!r}): the TensorRT stand-in builds ahead-of-time plugins only (aot=True)")
         added = add_plugin_aot(func)
         for t in added.inputs:
             self._check_own(t, "add_plugin")
@@ -520,11 +516,37 @@ class Runtime:
 
 
 __all__ = [
-    "ActivationType", "BUILDS", "Build", "Builder", "BuilderFlag", "DeviceType", "ElementWiseOperation",
-    "EngineCapability", "HardwareCompatibilityLevel", "IAttention", "IBuilderConfig", "ICudaEngine", "ILayer",
-    "INetworkDefinition", "IOptimizationProfile", "IOutputAllocator", "IPluginV3Layer", "IProgressMonitor",
-    "ITimingCache", "InterpolationMode", "LayerType", "MatrixOperation", "MemoryPoolType",
-    "NetworkDefinitionCreationFlag", "ProfilingVerbosity", "Runtime",
-    "RuntimePlatform", "SampleMode", "SerializationFlag", "TilingOptimizationLevel", "TopKOperation",
-    "UnaryOperation", "Weights",
+    "ActivationType",
+    "BUILDS",
+    "Build",
+    "Builder",
+    "BuilderFlag",
+    "DeviceType",
+    "ElementWiseOperation",
+    "EngineCapability",
+    "HardwareCompatibilityLevel",
+    "IAttention",
+    "IBuilderConfig",
+    "ICudaEngine",
+    "ILayer",
+    "INetworkDefinition",
+    "IOptimizationProfile",
+    "IOutputAllocator",
+    "IPluginV3Layer",
+    "IProgressMonitor",
+    "ITimingCache",
+    "InterpolationMode",
+    "LayerType",
+    "MatrixOperation",
+    "MemoryPoolType",
+    "NetworkDefinitionCreationFlag",
+    "ProfilingVerbosity",
+    "Runtime",
+    "RuntimePlatform",
+    "SampleMode",
+    "SerializationFlag",
+    "TilingOptimizationLevel",
+    "TopKOperation",
+    "UnaryOperation",
+    "Weights",
 ]

@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 from ..common.cache import Cache, digest
 from ..common.dtypes import dtype_name
-from ..errors import PluginError
 from ..common.identity import qualified_name, reachable_code, source_digest
+from ..errors import PluginError
 from .base import CompiledKernel, input_symbol
 from .driver import backend, compile_spec
 from .progress import Progress
@@ -143,7 +143,9 @@ def _cuda_initialized() -> bool:
         return False
 
 
-def run_tasks(tasks: Sequence[Task], jobs: int | None = None, pool: str | None = None, progress: bool | None = None) -> list[CompiledKernel]:
+def run_tasks(
+    tasks: Sequence[Task], jobs: int | None = None, pool: str | None = None, progress: bool | None = None
+) -> list[CompiledKernel]:
     """Compile ``tasks`` (no cache), in parallel where possible; results in task order.
     ``progress``: the stderr progress line (``aot/progress.py``; None: on a terminal only)."""
     n = len(tasks)
@@ -213,9 +215,7 @@ def compile_specs(
     if cache is None or cache is True:
         cache = Cache()
     tasks = [
-        Task(spec, dict(cfg), list(input_metas), output_metas, sm, max_ptx, dict(options))
-        for spec in specs
-        for cfg in spec.config_dicts()
+        Task(spec, dict(cfg), list(input_metas), output_metas, sm, max_ptx, dict(options)) for spec in specs for cfg in spec.config_dicts()
     ]
     results: list[CompiledKernel | None] = [None] * len(tasks)
     misses = []
@@ -253,8 +253,7 @@ def compile_plugin(
     out = output_metas if output_metas is not None else plugin.meta_impl
     if out is None:
         raise PluginError(
-            f"{plugin.name}: compiling needs the output shapes: give the plugin a meta_impl or pass output_metas "
-            "(e.g. the region body)"
+            f"{plugin.name}: compiling needs the output shapes: give the plugin a meta_impl or pass output_metas (e.g. the region body)"
         )
     if not plugin.kernels:
         raise PluginError(f"{plugin.name}: the plugin has no kernels to compile")

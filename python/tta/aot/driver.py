@@ -18,9 +18,9 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import PluginError
 from ..common.identity import qualified_name
 from ..declare.specs import KERNEL_DSLS
+from ..errors import PluginError
 from .base import CompiledKernel
 from .record import Interceptor, one_launch, run_launch
 from .session import Session, TensorType
@@ -81,8 +81,9 @@ def record(spec: Any, config: dict, session: Session) -> Any:
     return b.plan(one_launch(captured, where, config), session, where)
 
 
-def compile_spec(spec: Any, config: dict, input_types: Sequence[TensorType], output_types: Any, sm: int,
-                 max_ptx: int | None, **options: Any) -> CompiledKernel:
+def compile_spec(
+    spec: Any, config: dict, input_types: Sequence[TensorType], output_types: Any, sm: int, max_ptx: int | None, **options: Any
+) -> CompiledKernel:
     """One (spec, config) compiled for ``sm`` in the QDP ABI. ``output_types``: the outputs'
     ``TensorType``s (dims are ints or expressions over input symbols), or a function of the
     fake inputs (a ``meta_impl`` or a region body). ``max_ptx``: newest PTX ISA the target
@@ -116,6 +117,10 @@ def compile_spec(spec: Any, config: dict, input_types: Sequence[TensorType], out
         config=frozen,
         sm=sm,
         ptx_version=art.ptx_version,
-        meta={"guards": types["guards"], "toolchain": b.toolchain(), **art.meta,
-              **({"configs_from": f"@triton.autotune of {spec.autotuned}"} if spec.autotuned else {})},
+        meta={
+            "guards": types["guards"],
+            "toolchain": b.toolchain(),
+            **art.meta,
+            **({"configs_from": f"@triton.autotune of {spec.autotuned}"} if spec.autotuned else {}),
+        },
     )

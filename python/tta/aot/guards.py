@@ -214,8 +214,13 @@ def _smear(n: ast.Call, text: str, symbols: set[str]):
     if n.func.id != "BitwiseFn_bitwise_or" or len(n.args) != 2:
         return None
     a, b = n.args
-    if not (isinstance(b, ast.BinOp) and isinstance(b.op, ast.FloorDiv) and isinstance(b.right, ast.Constant)
-            and type(b.right.value) is int and ast.dump(b.left) == ast.dump(a)):
+    if not (
+        isinstance(b, ast.BinOp)
+        and isinstance(b.op, ast.FloorDiv)
+        and isinstance(b.right, ast.Constant)
+        and type(b.right.value) is int
+        and ast.dump(b.left) == ast.dump(a)
+    ):
         return None
     inner_f, inner_m, width = _walk(a, text, symbols)
     if b.right.value != 2**width:

@@ -62,8 +62,9 @@ def to_qdp_abi(
     (inputs, extras, outputs) by their ``roles`` (or keep them, checked against ``slots``),
     check every slot's kind, check ``.version`` <= ``max_ptx``. Returns (ptx, version)."""
     try:
-        out, _ = core.ptx_to_qdp_abi(ptx, entry, roles=roles, slots=slots, trailing_scratch=scratch_sizes,
-                                     max_version=None if max_ptx is None else isa_text(max_ptx))
+        out, _ = core.ptx_to_qdp_abi(
+            ptx, entry, roles=roles, slots=slots, trailing_scratch=scratch_sizes, max_version=None if max_ptx is None else isa_text(max_ptx)
+        )
     except GraphError as e:
         raise PluginError(f"{where}: the compiled PTX does not fit TensorRT's AOT launch: {e}") from e
     return out, core.ptx_parse(out).version

@@ -14,8 +14,8 @@ import contextlib
 import threading
 from typing import Any, Callable, ContextManager
 
-from ..errors import PluginError
 from ..common.identity import qualified_name
+from ..errors import PluginError
 from .session import Session
 
 Interceptor = Callable[[Callable[[Any], None]], ContextManager]
@@ -49,8 +49,7 @@ def run_launch(
         elif "data-dependent" in first.lower() or "GuardOnDataDependent" in type(e).__name__:
             hint = " (launch code may use shapes, never tensor values)"
         raise PluginError(
-            f"{where}: running the launch function with symbolic shapes (config {config}) failed: "
-            f"{type(e).__name__}: {first}{hint}"
+            f"{where}: running the launch function with symbolic shapes (config {config}) failed: {type(e).__name__}: {first}{hint}"
         ) from e
     return captured
 

@@ -30,9 +30,40 @@ from .base import input_symbol
 # Hints for the symbols: primes, distinct per dimension, larger than the small sizes kernels
 # special-case (1, 2, 4, ...) and far from powers of two.
 _PRIMES = (
-    97, 89, 83, 79, 73, 71, 67, 61, 59, 53, 47, 43, 41, 37, 31, 29,
-    101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179,
+    97,
+    89,
+    83,
+    79,
+    73,
+    71,
+    67,
+    61,
+    59,
+    53,
+    47,
+    43,
+    41,
+    37,
+    31,
+    29,
+    101,
+    103,
+    107,
+    109,
+    113,
+    127,
+    131,
+    137,
+    139,
+    149,
+    151,
+    157,
+    163,
+    167,
+    173,
+    179,
 )
+
 
 @dataclass(frozen=True)
 class TensorType:
@@ -278,7 +309,6 @@ class Session:
                     return kind, k
         return None
 
-
     def role_of(self, t: torch.Tensor, name: str, here: str) -> tuple[str, int]:
         """The port a tensor argument is; refused when it is none (TensorRT hands a plugin its
         inputs and outputs and nothing else)."""
@@ -301,8 +331,11 @@ class Session:
             if c is None:
                 within = ""
                 if self.ranges:
-                    within = " (it is not one value over the sizes export allows: " + ", ".join(
-                        f"{n} in [{lo}, {'inf' if hi is None else hi}]" for n, (lo, hi) in sorted(self.ranges.items())) + ")"
+                    within = (
+                        " (it is not one value over the sizes export allows: "
+                        + ", ".join(f"{n} in [{lo}, {'inf' if hi is None else hi}]" for n, (lo, hi) in sorted(self.ranges.items()))
+                        + ")"
+                    )
                 raise PluginError(
                     f"{here}: {what} parameter {name!r} gets {self.expr(v)}, which depends on input shapes{within}; "
                     f"a {what} is compiled in, so it must come from {where_from} (one kernel serves every shape)"

@@ -63,6 +63,7 @@ def _frozen(cls: type[_T], **fields: Any) -> _T:
 
 # -- graph values crossing the boundary -------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Port:
     """A value crossing a region's boundary: a tensor (``dtype``, ``shape``) or an integer
@@ -82,8 +83,9 @@ class Port:
     @staticmethod
     def decode(d: Mapping[str, Any]) -> "Port":
         if d["kind"] == "tensor":
-            return _frozen(Port, name=d["name"], kind="tensor", dtype=d["dtype"], shape=tuple(d["shape"]), expr=None,
-                           mutated=d.get("mutated", False))
+            return _frozen(
+                Port, name=d["name"], kind="tensor", dtype=d["dtype"], shape=tuple(d["shape"]), expr=None, mutated=d.get("mutated", False)
+            )
         return _frozen(Port, name=d["name"], kind=d["kind"], dtype=None, shape=(), expr=d["expr"], mutated=d.get("mutated", False))
 
     def signature(self) -> tuple:
@@ -151,9 +153,18 @@ class RegionReport:
     @staticmethod
     def decode(d: Mapping[str, Any]) -> "RegionReport":
         return RegionReport(
-            id=d["id"], impl=d["impl"], origin=Origin.decode(d["origin"]), source=d.get("source"), status=d["status"],
-            nodes=list(d["nodes"]), inputs=[Port.decode(p) for p in d["inputs"]], outputs=[Port.decode(p) for p in d["outputs"]],
-            reason=d.get("reason"), op=d.get("op"), node=d.get("node"), absorbed=list(d.get("absorbed", ())),
+            id=d["id"],
+            impl=d["impl"],
+            origin=Origin.decode(d["origin"]),
+            source=d.get("source"),
+            status=d["status"],
+            nodes=list(d["nodes"]),
+            inputs=[Port.decode(p) for p in d["inputs"]],
+            outputs=[Port.decode(p) for p in d["outputs"]],
+            reason=d.get("reason"),
+            op=d.get("op"),
+            node=d.get("node"),
+            absorbed=list(d.get("absorbed", ())),
         )
 
 
@@ -210,9 +221,21 @@ class Outcome:
 
     @functools.cached_property
     def edits(self) -> list[Edit]:
-        return [Edit(e["region"], e["op"], e["node"], tuple(e["inputs"]), tuple(e["outputs"]), tuple(e["getitems"]),
-                     tuple(e["mutated"]), e["after"], tuple(e["remove"]),
-                     tuple((d["node"], d["input"], d["dim"]) for d in e.get("derived", ()))) for e in self._edits_doc["edits"]]
+        return [
+            Edit(
+                e["region"],
+                e["op"],
+                e["node"],
+                tuple(e["inputs"]),
+                tuple(e["outputs"]),
+                tuple(e["getitems"]),
+                tuple(e["mutated"]),
+                e["after"],
+                tuple(e["remove"]),
+                tuple((d["node"], d["input"], d["dim"]) for d in e.get("derived", ())),
+            )
+            for e in self._edits_doc["edits"]
+        ]
 
     @functools.cached_property
     def moves(self) -> list[Move]:
@@ -267,14 +290,23 @@ class Analysis:
     @_calls_core
     def summary(self) -> list[RegionSummary]:
         return [
-            _frozen(RegionSummary, id=r["id"], impl=r["impl"], valid=r["valid"], inputs=tuple(Port.decode(p) for p in r["inputs"]),
-                    outputs=tuple(Port.decode(p) for p in r["outputs"]))
+            _frozen(
+                RegionSummary,
+                id=r["id"],
+                impl=r["impl"],
+                valid=r["valid"],
+                inputs=tuple(Port.decode(p) for p in r["inputs"]),
+                outputs=tuple(Port.decode(p) for p in r["outputs"]),
+            )
             for r in json.loads(self._raw.summary_json())
         ]
 
     @_calls_core
     def members(self) -> list[RegionMembers]:
-        return [_frozen(RegionMembers, id=r["id"], nodes=tuple(r["nodes"]), reason=r.get("reason")) for r in json.loads(self._raw.members_json())]
+        return [
+            _frozen(RegionMembers, id=r["id"], nodes=tuple(r["nodes"]), reason=r.get("reason"))
+            for r in json.loads(self._raw.members_json())
+        ]
 
     @_calls_core
     def outline(self, meta: Mapping[str, Sequence[MetaOutput] | str] | None = None) -> Outcome:
@@ -293,10 +325,7 @@ def meta_document(meta: Mapping[str, Sequence[MetaOutput] | str]) -> dict:
 
 def decode_meta(doc: Mapping[str, Any]) -> dict[str, list[MetaOutput] | str]:
     """The inverse of ``meta_document`` (a graph file's ``"meta"``)."""
-    return {
-        rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(o["shape"])) for o in v["ok"]]
-        for rid, v in doc.items()
-    }
+    return {rid: v["error"] if "error" in v else [MetaOutput(o["dtype"], tuple(o["shape"])) for o in v["ok"]] for rid, v in doc.items()}
 
 
 class FxReader:
@@ -323,8 +352,13 @@ class FxReader:
 
 
 @_calls_core
-def analyze(graph_json: str, impls: Mapping[str, Any], selectors: Mapping[str, Any] | None = None,
-            nodes: Sequence[str] | None = None, reader: FxReader | None = None) -> Analysis:
+def analyze(
+    graph_json: str,
+    impls: Mapping[str, Any],
+    selectors: Mapping[str, Any] | None = None,
+    nodes: Sequence[str] | None = None,
+    reader: FxReader | None = None,
+) -> Analysis:
     """Step 1 of the pass on a graph JSON text (docs/graph-format.md): verify, collect regions
     (annotations, and the module/pattern ``selectors`` document), validate them. With
     ``nodes`` (each node's JSON text), ``graph_json`` is the document without its nodes
@@ -398,19 +432,35 @@ class PtxModule:
 
 def _entry(e: Mapping[str, Any]) -> PtxEntry:
     params = tuple(
-        PtxParam(p["name"], p["ty"], p["size"], p.get("array_len"), p.get("align"),
-                 (p.get("ptr") or {}).get("space"), p.get("ptr") is not None, p.get("hidden", False))
+        PtxParam(
+            p["name"],
+            p["ty"],
+            p["size"],
+            p.get("array_len"),
+            p.get("align"),
+            (p.get("ptr") or {}).get("space"),
+            p.get("ptr") is not None,
+            p.get("hidden", False),
+        )
         for p in e["params"]
     )
     opt = lambda v: None if v is None else tuple(v)  # noqa: E731
-    return PtxEntry(e["name"], e["visible"], params, opt(e.get("reqntid")), opt(e.get("maxntid")), e.get("language"), tuple(e.get("directives", ())))
+    return PtxEntry(
+        e["name"], e["visible"], params, opt(e.get("reqntid")), opt(e.get("maxntid")), e.get("language"), tuple(e.get("directives", ()))
+    )
 
 
 @_calls_core
 def ptx_parse(ptx: str) -> PtxModule:
     """Header and entries of a PTX module."""
     d = json.loads(_core.ptx_parse(ptx))
-    return PtxModule(d["version"], tuple(d["target"]), d.get("address_size"), tuple(_entry(e) for e in d["entries"]), d.get("has_intermediate_source", False))
+    return PtxModule(
+        d["version"],
+        tuple(d["target"]),
+        d.get("address_size"),
+        tuple(_entry(e) for e in d["entries"]),
+        d.get("has_intermediate_source", False),
+    )
 
 
 @dataclass(frozen=True)
@@ -445,8 +495,15 @@ def check_qdp_roles(roles: Sequence[ParamRole], inputs: int, outputs: int) -> No
 
 
 @_calls_core
-def ptx_to_qdp_abi(ptx: str, entry: str, *, roles: Sequence[ParamRole] | None = None, slots: QdpSlots | None = None,
-                   trailing_scratch: Sequence[int] = (), max_version: str | None = None) -> tuple[str, PtxEntry]:
+def ptx_to_qdp_abi(
+    ptx: str,
+    entry: str,
+    *,
+    roles: Sequence[ParamRole] | None = None,
+    slots: QdpSlots | None = None,
+    trailing_scratch: Sequence[int] = (),
+    max_version: str | None = None,
+) -> tuple[str, PtxEntry]:
     """All QDP changes at once: drop trailing scratch parameters (sizes must be 0), put the
     parameters in the QDP order their ``roles`` give, check each slot's kind (against the
     roles' slots, or ``slots`` for a kernel already in order), check ``.version``.

@@ -70,7 +70,9 @@ def cap_for_driver(driver: str | None) -> PtxCap:
         for n in range(minor if m == major else 9, -1, -1):
             known = core.max_isa_for_driver(f"{m}.{n}")
             if known is not None:
-                return PtxCap(_option(known), driver, f"the CUDA {driver} driver is newer than tta's table: PTX ISA {known} (CUDA {m}.{n}'s)")
+                return PtxCap(
+                    _option(known), driver, f"the CUDA {driver} driver is newer than tta's table: PTX ISA {known} (CUDA {m}.{n}'s)"
+                )
     return PtxCap(DEFAULT_MAX_PTX, driver, f"the CUDA {driver} driver is older than CUDA 11.0, which tta does not support", True)
 
 

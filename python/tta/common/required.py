@@ -11,8 +11,10 @@ from ..errors import MissingPackageError
 
 # module -> (what it is, how to install it)
 KNOWN = {
-    "tensorrt": ("TensorRT's Python package (tensorrt, with tensorrt.plugin)",
-                 "pip install tensorrt (TensorRT 10.8 or newer, for its tensorrt.plugin AOT plugins)"),
+    "tensorrt": (
+        "TensorRT's Python package (tensorrt, with tensorrt.plugin)",
+        "pip install tensorrt (TensorRT 10.8 or newer, for its tensorrt.plugin AOT plugins)",
+    ),
     "tensorrt.plugin": ("TensorRT's plugin package (tensorrt.plugin, TensorRT 10.8 or newer)", "pip install -U tensorrt"),
     "torch_tensorrt": ("Torch-TensorRT (torch_tensorrt)", "pip install torch-tensorrt (the release built for your torch {torch})"),
 }

@@ -26,11 +26,10 @@ import torch.fx.traceback as fx_traceback
 import torch.utils._pytree as pytree
 
 from ..common.source import TTA_DIR
-from . import markers
 from ..errors import AnnotationError, PluginError
-from .plugin import Plugin
-
+from . import markers
 from .markers import TAG_PREFIX
+from .plugin import Plugin
 
 _counter = itertools.count(1)
 _active = threading.local()
@@ -85,8 +84,7 @@ def _listed_outputs(outputs: Callable[[], Any], site: str | None) -> list[torch.
 
 
 @contextlib.contextmanager
-def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tuple = (),
-            outputs: Callable[[], Any] | None = None):
+def _region(impl: Plugin, name: str | None, site: str | None = None, inputs: tuple = (), outputs: Callable[[], Any] | None = None):
     """One region entry; yields its id. ``outputs``: called on exit, the outputs' order."""
     rid = f"{name or impl.name}:{_next_id()}"
     if torch.compiler.is_dynamo_compiling():
@@ -208,8 +206,7 @@ def lower_as(impl: Plugin, name: str | None = None, inputs=None, outputs: Callab
     for k, t in enumerate(inputs):
         if not isinstance(t, torch.Tensor):
             raise AnnotationError(
-                f"lower_as(inputs=...) at {_call_site()} takes the tensors the region reads; "
-                f"input {k} is {type(t).__name__}"
+                f"lower_as(inputs=...) at {_call_site()} takes the tensors the region reads; input {k} is {type(t).__name__}"
             )
     if outputs is not None and not callable(outputs):
         raise AnnotationError(

@@ -44,7 +44,9 @@ def config_dict(cfg: Any, kernel: str, where: str) -> dict[str, Any]:
             "the configs without it in tta.triton(launch_fn, configs=[...])"
         )
     if getattr(cfg, "ir_override", None) is not None:
-        raise PluginError(f"{where}: a @triton.autotune config of kernel {kernel} ({cfg}) overrides the IR, which tta cannot compile ahead of time")
+        raise PluginError(
+            f"{where}: a @triton.autotune config of kernel {kernel} ({cfg}) overrides the IR, which tta cannot compile ahead of time"
+        )
     out = dict(cfg.kwargs)
     out["num_warps"] = cfg.num_warps
     out["num_stages"] = cfg.num_stages

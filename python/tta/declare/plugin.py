@@ -15,8 +15,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import PluginError
 from ..common.identity import qualified_name
+from ..errors import PluginError
 
 
 @dataclass(frozen=True, eq=False)

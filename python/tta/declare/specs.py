@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from ..errors import PluginError
 from ..common.identity import qualified_name, reachable_code, short_digest
+from ..errors import PluginError
 
 # The kernel DSLs tta compiles (a kernel spec's `backend`), each with the module it needs. Not the
 # compile backends of `tta.compile` (`backends.BACKENDS`).
@@ -62,7 +62,9 @@ class KernelSpec:
         # The kernels the launch function calls are part of the key: editing a kernel changes the
         # plugin's op name, and with it every cache keyed on the graph (Torch-TensorRT's engines).
         kernels = sorted(reachable_code(self.launch_fn).items())
-        payload = json.dumps([self.backend, self.identity, short_digest(self.launch_fn), self.configs, self.autotuned, kernels], default=repr)
+        payload = json.dumps(
+            [self.backend, self.identity, short_digest(self.launch_fn), self.configs, self.autotuned, kernels], default=repr
+        )
         return f"{self.backend}:{self.identity}:{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
 
     def config_dicts(self) -> list[dict[str, Any]]:

@@ -81,7 +81,9 @@ def tiled_kernel(x_ptr, y_ptr, out_ptr, n, xn, BLOCK: tl.constexpr):
 
 
 def launch_axpb(x, y, out, *, a, n, relu, mode, BLOCK=256):
-    axpb_kernel[(triton.cdiv(out.numel(), BLOCK),)](x, y, out, out.numel(), y.shape[-1], A=a, N=n, RELU=relu, SUB=mode == "sub", BLOCK=BLOCK)
+    axpb_kernel[(triton.cdiv(out.numel(), BLOCK),)](
+        x, y, out, out.numel(), y.shape[-1], A=a, N=n, RELU=relu, SUB=mode == "sub", BLOCK=BLOCK
+    )
 
 
 def launch_bias(x, bias, out, *, BLOCK=256):
@@ -225,12 +227,7 @@ def circ_pad_kernel(
     j2 = (i2 - all_pads_4 + orig_dims_2) % orig_dims_2
     j3 = (i3 - all_pads_6 + orig_dims_3) % orig_dims_3
 
-    load_idx = (
-        orig_dims_3 * orig_dims_2 * orig_dims_1 * j0
-        + orig_dims_3 * orig_dims_2 * j1
-        + orig_dims_3 * j2
-        + j3
-    )
+    load_idx = orig_dims_3 * orig_dims_2 * orig_dims_1 * j0 + orig_dims_3 * orig_dims_2 * j1 + orig_dims_3 * j2 + j3
     mask_x = load_idx < X_len
 
     x = tl.load(X + load_idx, mask=mask_x)
@@ -258,8 +255,19 @@ def launch_circular_pad(x, y, *, padding, BLOCK_SIZE=256):
         all_pads[n * 2 - 2 * i - 1] = padding[i * 2 + 1]
     grid = (triton.cdiv(y.numel(), BLOCK_SIZE),)
     circ_pad_kernel[grid](
-        x, all_pads[0], all_pads[2], all_pads[4], all_pads[6], *x.shape,
-        y, y.shape[1], y.shape[2], y.shape[3], x.numel(), y.numel(), BLOCK_SIZE=BLOCK_SIZE,
+        x,
+        all_pads[0],
+        all_pads[2],
+        all_pads[4],
+        all_pads[6],
+        *x.shape,
+        y,
+        y.shape[1],
+        y.shape[2],
+        y.shape[3],
+        x.numel(),
+        y.numel(),
+        BLOCK_SIZE=BLOCK_SIZE,
     )
 
 
@@ -291,35 +299,50 @@ def randn(*shapes, dtype, device, seed=0):
 
 CASES = (
     Case(
-        "custom_axpb", f"{NS}::axpb", launch_axpb, ({"BLOCK": 256},),
+        "custom_axpb",
+        f"{NS}::axpb",
+        launch_axpb,
+        ({"BLOCK": 256},),
         lambda s, dt, dev: randn(s, s[-1:], dtype=dt, device=dev),
         {"a": 0.5, "n": 3, "relu": True, "mode": "sub"},
         lambda x, y: torch.relu(0.5 * x - 3 * y),
         ((7, 33), (64, 128)),
     ),
     Case(
-        "custom_add_bias", f"{NS}::add_bias", launch_bias, ({"BLOCK": 256},),
+        "custom_add_bias",
+        f"{NS}::add_bias",
+        launch_bias,
+        ({"BLOCK": 256},),
         lambda s, dt, dev: randn(s, s[-1:], dtype=dt, device=dev),
         {},
         lambda x, b: x + b,
         ((5, 40), (64, 128)),
     ),
     Case(
-        "custom_split_sign", f"{NS}::split_sign", launch_split, ({"BLOCK": 256},),
+        "custom_split_sign",
+        f"{NS}::split_sign",
+        launch_split,
+        ({"BLOCK": 256},),
         lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {},
         lambda x: (x.half(), (x > 0).to(torch.int32)),
         ((9, 17), (128, 64)),
     ),
     Case(
-        "custom_flatten_scale", f"{NS}::flatten_scale", launch_flatten_scale, ({"BLOCK": 128},),
+        "custom_flatten_scale",
+        f"{NS}::flatten_scale",
+        launch_flatten_scale,
+        ({"BLOCK": 128},),
         lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {"k": 3},
         lambda x: x.reshape(x.shape[0], -1) * 3,
         ((3, 5, 7), (16, 8, 32)),
     ),
     Case(
-        "custom_circular_pad", "torchtrt_ex::triton_circular_pad", launch_circular_pad, ({"BLOCK_SIZE": 256},),
+        "custom_circular_pad",
+        "torchtrt_ex::triton_circular_pad",
+        launch_circular_pad,
+        ({"BLOCK_SIZE": 256},),
         lambda s, dt, dev: randn(s, dtype=dt, device=dev),
         {"padding": [1, 1, 2, 0]},
         lambda x: torch.nn.functional.pad(x, [1, 1, 2, 0], "circular"),

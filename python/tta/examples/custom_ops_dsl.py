@@ -57,14 +57,20 @@ KERNEL_DSL_OF_CASE = {"custom_tile_axpy": "cutile", "custom_cute_axpby": "cuteds
 
 CASES = (
     Case(
-        "custom_tile_axpy", f"{NS}::tile_axpy", launch_tile_axpy, ({"TILE": 1024}, {"TILE": 256}),
+        "custom_tile_axpy",
+        f"{NS}::tile_axpy",
+        launch_tile_axpy,
+        ({"TILE": 1024}, {"TILE": 256}),
         lambda s, dt, dev: randn(s, s, dtype=dt, device=dev),
         {"a": 0.5},
         lambda x, y: 0.5 * x + y,
         ((7, 129), (64, 1024), (333, 4097)),
     ),
     Case(
-        "custom_cute_axpby", f"{NS}::cute_axpby", launch_cute_axpby, ({"THREADS": 256},),
+        "custom_cute_axpby",
+        f"{NS}::cute_axpby",
+        launch_cute_axpby,
+        ({"THREADS": 256},),
         lambda s, dt, dev: randn(s, s, dtype=dt, device=dev),
         {"alpha": -2.0, "relu": True},
         lambda x, y: torch.relu(-2.0 * x + y),

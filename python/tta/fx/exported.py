@@ -31,12 +31,24 @@ from torch.fx._lazy_graph_module import _LazyGraphModule
 
 # What ExportedProgram.__init__ sets. `with_new_graph` builds a program field by field only
 # when the given one has exactly these (the constructor's own path otherwise).
-_PROGRAM_FIELDS = frozenset(("_graph_module", "_graph_signature", "_state_dict", "_range_constraints", "_module_call_graph",
-                             "_example_inputs", "_constants", "_verifiers", "_guards_code"))
+_PROGRAM_FIELDS = frozenset(
+    (
+        "_graph_module",
+        "_graph_signature",
+        "_state_dict",
+        "_range_constraints",
+        "_module_call_graph",
+        "_example_inputs",
+        "_constants",
+        "_verifiers",
+        "_guards_code",
+    )
+)
 
 
-def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch.fx.Node] | None = None,
-                   same_guards: bool = False) -> ExportedProgram:
+def with_new_graph(
+    ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch.fx.Node] | None = None, same_guards: bool = False
+) -> ExportedProgram:
     """A new ExportedProgram over the rewritten graph (the original module is the root its
     attributes come from), with output specs following renamed nodes. ``added``: the nodes
     of ``g`` that ``ep``'s graph does not have, when every other node is one of ``ep``'s,
@@ -53,9 +65,17 @@ def with_new_graph(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch
     range_constraints = dict(ep.range_constraints)
     module_call_graph = _copy_call_graph(ep._module_call_graph)
     if set(vars(ep)) != _PROGRAM_FIELDS:
-        return ExportedProgram(root=ep.graph_module, graph=g, graph_signature=sig, state_dict=ep.state_dict,
-                               range_constraints=range_constraints, module_call_graph=module_call_graph,
-                               example_inputs=ep.example_inputs, constants=ep.constants, verifiers=ep.verifiers)
+        return ExportedProgram(
+            root=ep.graph_module,
+            graph=g,
+            graph_signature=sig,
+            state_dict=ep.state_dict,
+            range_constraints=range_constraints,
+            module_call_graph=module_call_graph,
+            example_inputs=ep.example_inputs,
+            constants=ep.constants,
+            verifiers=ep.verifiers,
+        )
     g._codegen = torch.fx.graph.CodeGen()  # a flat graph, as the constructor makes it
     gm = _LazyGraphModule(ep.graph_module, g)
     gm.meta.update(ep.graph_module.meta)
@@ -79,8 +99,13 @@ def _validate(ep: ExportedProgram, g: torch.fx.Graph, added: Sequence[torch.fx.N
     verifiers = ep.verifiers
     # A graph of its own costs about what checking twenty nodes does: on small graphs all of
     # them are checked.
-    delta = added is not None and len(g.nodes) > 64 + 3 * len(added) and verifiers and all(hasattr(_verifier, f) for f in _DELTA_CHECKS) and all(
-        hasattr(v, "_check_graph_module") for v in verifiers)
+    delta = (
+        added is not None
+        and len(g.nodes) > 64 + 3 * len(added)
+        and verifiers
+        and all(hasattr(_verifier, f) for f in _DELTA_CHECKS)
+        and all(hasattr(v, "_check_graph_module") for v in verifiers)
+    )
     if not delta:
         ep.validate()
         return
@@ -114,8 +139,13 @@ def _shallow(obj):
     cls = type(obj)
     plain = _PLAIN.get(cls)
     if plain is None:
-        plain = _PLAIN[cls] = (hasattr(obj, "__dict__") and not hasattr(cls, "__slots__") and not hasattr(cls, "__copy__")
-                               and cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__)
+        plain = _PLAIN[cls] = (
+            hasattr(obj, "__dict__")
+            and not hasattr(cls, "__slots__")
+            and not hasattr(cls, "__copy__")
+            and cls.__reduce_ex__ is object.__reduce_ex__
+            and cls.__reduce__ is object.__reduce__
+        )
     if not plain:
         return copy.copy(obj)
     new = object.__new__(cls)
@@ -137,8 +167,9 @@ def _copy_spec(spec):
 def _copy_signature(sig: ExportGraphSignature) -> ExportGraphSignature:
     """A copy whose specs and their arguments (name and the like, all that gets renamed) are
     new objects; a program's signature lists every parameter, which deepcopy walks in depth."""
-    return ExportGraphSignature(input_specs=[_copy_spec(s) for s in sig.input_specs],
-                                output_specs=[_copy_spec(s) for s in sig.output_specs])
+    return ExportGraphSignature(
+        input_specs=[_copy_spec(s) for s in sig.input_specs], output_specs=[_copy_spec(s) for s in sig.output_specs]
+    )
 
 
 def _copy_call_graph(entries: list) -> list:

@@ -24,12 +24,27 @@ from torch.fx.node import Node, map_arg
 # already), then runs `_NodeBase.__init__` and `_update_args_kwargs`, both C. Where it reads
 # exactly those names (torch 2.11 to 2.15), the copy calls the two C steps itself; a torch whose
 # constructor does more gets the constructor.
-_NODE_INIT_NAMES = {"callable", "ValueError", "torch", "typename", "_legal_ops", "AssertionError", "isinstance", "str",
-                    "super", "__init__", "_update_args_kwargs"}
+_NODE_INIT_NAMES = {
+    "callable",
+    "ValueError",
+    "torch",
+    "typename",
+    "_legal_ops",
+    "AssertionError",
+    "isinstance",
+    "str",
+    "super",
+    "__init__",
+    "_update_args_kwargs",
+}
 _NodeBase = getattr(torch._C, "_NodeBase", None)
 _fx_map_arg = getattr(torch._C, "_fx_map_arg", None)
-_C_STEPS = (_NodeBase is not None and _fx_map_arg is not None and Node.__bases__ == (_NodeBase,)
-            and set(Node.__init__.__code__.co_names) <= _NODE_INIT_NAMES)
+_C_STEPS = (
+    _NodeBase is not None
+    and _fx_map_arg is not None
+    and Node.__bases__ == (_NodeBase,)
+    and set(Node.__init__.__code__.co_names) <= _NODE_INIT_NAMES
+)
 
 
 # The graph internals the node-by-node copy fills in; a torch without them gets fx's own copy.

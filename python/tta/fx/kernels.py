@@ -12,8 +12,9 @@ from ..errors import PluginError
 from ..runtime import ops
 
 
-def compile_kernels(regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, ranges: dict | None = None,
-                    **options: Any) -> dict[str, list[CompiledKernel]]:
+def compile_kernels(
+    regions: Sequence[Any], sm: int = 90, max_ptx: int | None = 90, ranges: dict | None = None, **options: Any
+) -> dict[str, list[CompiledKernel]]:
     """The kernels of every plugin op among outlined ``regions`` (``RegionReport``s), compiled
     ahead of time for the region's signature: one ``CompiledKernel`` per (kernel spec, config);
     dims that are symbolic in the graph stay dynamic, dims export unified share one symbol, and

@@ -22,8 +22,7 @@ import torch.fx
 # Ops that only reinterpret a buffer: on a layout they cannot view, they get a contiguous copy.
 _VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
 # Ops whose result depends on the input's strides themselves: on a new layout, other values.
-_STRIDED = (torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_copy.default,
-            torch.ops.aten.as_strided_scatter.default)
+_STRIDED = (torch.ops.aten.as_strided.default, torch.ops.aten.as_strided_copy.default, torch.ops.aten.as_strided_scatter.default)
 # Node meta the inserted copy takes from the view it feeds (the reader and reports read these).
 _CARRIED = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn")
 
@@ -150,7 +149,9 @@ def _retrace(g: torch.fx.Graph, node: torch.fx.Node, changed: set[torch.fx.Node]
             f"`{node.name}` ({node.target}) reads a plugin op's output through strides export recorded for the "
             "region's own output layout; the op's kernel writes a contiguous buffer, so these strides would read "
             "other values. Make the region's output contiguous inside the region (`.contiguous()`)",
-            kind="mismatch", node=node.name, source=first_user_frame(node.meta.get("stack_trace")),
+            kind="mismatch",
+            node=node.name,
+            source=first_user_frame(node.meta.get("stack_trace")),
         )
     try:
         new = _run(node)

@@ -25,9 +25,9 @@ import torch
 import torch.fx
 from torch import nn
 
-from . import serialize as graph
-from ..errors import PluginError
 from ..declare.plugin import Plugin
+from ..errors import PluginError
+from . import serialize as graph
 
 
 def check_impl(impl: Any, where: str) -> Plugin:
@@ -75,9 +75,18 @@ def _structure(doc: dict) -> str:
 class PatternSelector:
     """Every occurrence of the graph ``pattern`` traces to (see ``tta.lower_pattern``)."""
 
-    def __init__(self, pattern: Callable | nn.Module, impl: Plugin, example_inputs: Sequence[Any], *,
-                 example_kwargs: Mapping[str, Any] | None = None, decompose: bool | None = None, name: str | None = None,
-                 pin_sizes: bool = False, pin_dtypes: bool = False):
+    def __init__(
+        self,
+        pattern: Callable | nn.Module,
+        impl: Plugin,
+        example_inputs: Sequence[Any],
+        *,
+        example_kwargs: Mapping[str, Any] | None = None,
+        decompose: bool | None = None,
+        name: str | None = None,
+        pin_sizes: bool = False,
+        pin_dtypes: bool = False,
+    ):
         self.impl = check_impl(impl, "lower_pattern")
         if not callable(pattern):
             raise TypeError(f"lower_pattern takes a function or an nn.Module as the pattern, got {type(pattern).__name__}")
@@ -89,11 +98,13 @@ class PatternSelector:
         self.example_inputs = tuple(example_inputs)
         tensors = [(i, t) for i, t in enumerate(self.example_inputs) if isinstance(t, torch.Tensor)]
         for k, (i, a) in enumerate(tensors):
-            for j, b in tensors[k + 1:]:
+            for j, b in tensors[k + 1 :]:
                 if a is b:
                     # export would trace both as one input, and the pattern would need one
                     # producer read twice.
-                    raise TypeError(f"lower_pattern: example inputs {i} and {j} are the same tensor; pass distinct tensors (e.g. x.clone())")
+                    raise TypeError(
+                        f"lower_pattern: example inputs {i} and {j} are the same tensor; pass distinct tensors (e.g. x.clone())"
+                    )
         self.example_kwargs = dict(example_kwargs or {})
         self.decompose = decompose
         self.pin_sizes = bool(pin_sizes)
@@ -136,7 +147,7 @@ class PatternSelector:
         docs: list[dict] = []
         seen: set[str] = set()
         for d in dtypes:
-            for symbolic in ((True, False) if not self.pin_sizes else (False,)):
+            for symbolic in (True, False) if not self.pin_sizes else (False,):
                 doc = self.graph_doc(decomposed, d, symbolic)
                 if _structure(doc) not in seen:
                     seen.add(_structure(doc))
@@ -242,8 +253,12 @@ def _examples_key(pattern: Any, args: tuple, kwargs: dict) -> tuple:
         state = (pattern.training, tuple((name, _example_key(t)) for name, t in named))
     else:
         cells = tuple(_cell_key(c) for c in getattr(pattern, "__closure__", None) or ())
-        state = (getattr(pattern, "__code__", None), _example_key(getattr(pattern, "__defaults__", None)),
-                 _example_key(getattr(pattern, "__kwdefaults__", None)), cells)
+        state = (
+            getattr(pattern, "__code__", None),
+            _example_key(getattr(pattern, "__defaults__", None)),
+            _example_key(getattr(pattern, "__kwdefaults__", None)),
+            cells,
+        )
     return (_example_key(args), _example_key(kwargs), state)
 
 
@@ -268,8 +283,11 @@ def _export_dynamic(module: nn.Module, args: tuple, kwargs: dict, name: str):
         # A size-1 dim the pattern broadcasts (rotary cos/sin) must stay 1: let torch fix them.
         return torch.export.export(module, args, kwargs=kwargs, dynamic_shapes=dynamic, strict=False)
     except Exception as e:  # the static export below says the rest
-        warnings.warn(f"tta: pattern {name!r} could not be traced with symbolic sizes ({type(e).__name__}: {str(e).splitlines()[0]}); "
-                      "it matches only its example sizes", stacklevel=5)
+        warnings.warn(
+            f"tta: pattern {name!r} could not be traced with symbolic sizes ({type(e).__name__}: {str(e).splitlines()[0]}); "
+            "it matches only its example sizes",
+            stacklevel=5,
+        )
         return None
 
 

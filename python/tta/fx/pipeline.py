@@ -24,16 +24,17 @@ from torch import nn
 from torch.export import ExportedProgram
 
 from ..common import bridge as core
-from . import serialize as graph, layout, refusals
-from ..declare import markers
-from ..runtime import ops
-from . import selectors as _selectors
-from ..runtime.eager import run as launch
 from ..common.bridge import Edit, MetaOutput, Move, Origin, RegionMembers, RegionReport, RegionSummary
+from ..declare import markers
+from ..declare.plugin import Plugin, declarations, lookup
 from ..errors import GraphError
+from ..runtime import ops
+from ..runtime.eager import run as launch
+from . import layout, refusals
+from . import selectors as _selectors
+from . import serialize as graph
 from .exported import with_new_graph
 from .graph_copy import copy_graph
-from ..declare.plugin import Plugin, declarations, lookup
 
 # Node meta copied from a region's first op onto the node replacing it; the reader reads
 # these, so the copy is what makes the fx graph equal the pass's graph.
@@ -167,8 +168,10 @@ def _outputs_of(plugin: Plugin, res: Any) -> list[MetaOutput] | str:
         got = "nothing" if not res else f"a {type(bad).__name__}"
         code = getattr(plugin.meta_impl, "__code__", None)
         where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
-        return (f"meta_impl{where} returned {got}; it must return a tensor, or a tuple of tensors, "
-                "shaped like the region's outputs (e.g. x.new_empty(x.shape))")
+        return (
+            f"meta_impl{where} returned {got}; it must return a tensor, or a tuple of tensors, "
+            "shaped like the region's outputs (e.g. x.new_empty(x.shape))"
+        )
     return [MetaOutput(graph.dtype_text(t.dtype), tuple(graph.dims(t.shape))) for t in res]
 
 
@@ -197,8 +200,15 @@ class _Undo:
         self._steps.clear()
 
 
-def _apply(g: torch.fx.Graph, nodes: dict[str, torch.fx.Node], root: torch.nn.Module, edits: Sequence[Edit],
-           moves: Sequence[Move], summary: list[RegionSummary], undo: _Undo | None = None) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
+def _apply(
+    g: torch.fx.Graph,
+    nodes: dict[str, torch.fx.Node],
+    root: torch.nn.Module,
+    edits: Sequence[Edit],
+    moves: Sequence[Move],
+    summary: list[RegionSummary],
+    undo: _Undo | None = None,
+) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
     """Replay the pass's edits on ``g``, whose nodes ``nodes`` holds by name (kept up to date);
     returns the nodes it added, and the region members left to erase. Without ``undo`` the
     members are erased here (``g`` is a copy, thrown away on failure); with it, ``g`` is the
@@ -216,8 +226,9 @@ def _apply(g: torch.fx.Graph, nodes: dict[str, torch.fx.Node], root: torch.nn.Mo
         region = regions[e.region]
         plugin = lookup(region.impl)
         derived = [(nodes[name], i, dim) for name, i, dim in e.derived]
-        op = ops.ensure_op(e.op, region.inputs, region.outputs, plugin,
-                           lambda: ops.extract_body(root, members, inputs, outputs, derived), launch)
+        op = ops.ensure_op(
+            e.op, region.inputs, region.outputs, plugin, lambda: ops.extract_body(root, members, inputs, outputs, derived), launch
+        )
         first = members[0]
         with g.inserting_after(nodes[e.after]):
             call = g.create_node("call_function", op, tuple(inputs), {}, name=e.node)
@@ -300,8 +311,13 @@ def graph_document(program: Any, caller: str) -> dict:
     return json.loads(graph.Serializer(_weight_names(program), markers.declared(found)).graph_json(g, declare_all=True))
 
 
-def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset(), declared: dict[str, dict] | None = None,
-             by_name: dict[str, torch.fx.Node] | None = None) -> tuple[core.Analysis, core.FxReader]:
+def _analyze(
+    g: torch.fx.Graph,
+    selectors,
+    weights: frozenset[str] = frozenset(),
+    declared: dict[str, dict] | None = None,
+    by_name: dict[str, torch.fx.Node] | None = None,
+) -> tuple[core.Analysis, core.FxReader]:
     """Step 1 of the pass on ``g`` with the annotations in it and ``selectors``. ``weights`` and
     ``declared`` (from the region markers) are what the graph alone does not say. The nodes go
     to the pass through a reader (no JSON per node), which can re-read them after edits, and
@@ -318,8 +334,9 @@ def _analyze(g: torch.fx.Graph, selectors, weights: frozenset[str] = frozenset()
     return core.analyze(header, impls, selectors_doc, reader=reader), reader
 
 
-def rewrite(program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True,
-            on_refused: str = "raise") -> RewriteResult:
+def rewrite(
+    program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True, on_refused: str = "raise"
+) -> RewriteResult:
     """Outline every valid region of ``program`` into one ``tta::<op>`` node.
 
     Regions are the ``lower_as`` annotations plus what ``selectors`` choose: ``tta.lower_pattern``
@@ -351,8 +368,7 @@ def _in_place(program: Any, check: bool | str) -> bool:
     """Whether the rewrite edits ``program``'s own graph: a GraphModule's (it gets the rewritten
     graph either way), unless its graph holds region markers (taking them out is an edit with no
     undo) or ``check="full"`` (which serializes the graph without the region members)."""
-    return (isinstance(program, torch.fx.GraphModule) and check != "full"
-            and not markers.present(program.graph))
+    return isinstance(program, torch.fx.GraphModule) and check != "full" and not markers.present(program.graph)
 
 
 def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
@@ -433,8 +449,9 @@ def _in_subgraph(m: markers.Marker) -> RegionReport:
         "higher-order op's body), which tta does not outline; put the `with tta.lower_as(...)` "
         "block outside the branch, around the whole torch.cond call or in code without it"
     )
-    return RegionReport(id=m.id, impl=m.impl, origin=Origin("annotation"), source=m.source, status="refused",
-                        nodes=[], inputs=[], outputs=[], reason=reason)
+    return RegionReport(
+        id=m.id, impl=m.impl, origin=Origin("annotation"), source=m.source, status="refused", nodes=[], inputs=[], outputs=[], reason=reason
+    )
 
 
 def _text(r: RegionReport) -> str:
@@ -455,10 +472,19 @@ def find_regions(program: ExportedProgram | torch.fx.GraphModule, selectors=None
         return analysis.members()
 
 
-def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, mapping: Mapping[type | str, Plugin], *,
-                  example_inputs: Sequence[Any] | None = None, example_kwargs: Mapping[str, Any] | None = None,
-                  dynamic_shapes: Any = None, strict: bool = False, decompose: bool = True,
-                  selectors: Sequence[Any] = (), check: bool | str = True, on_refused: str = "raise") -> RewriteResult:
+def lower_modules(
+    target: ExportedProgram | torch.fx.GraphModule | nn.Module,
+    mapping: Mapping[type | str, Plugin],
+    *,
+    example_inputs: Sequence[Any] | None = None,
+    example_kwargs: Mapping[str, Any] | None = None,
+    dynamic_shapes: Any = None,
+    strict: bool = False,
+    decompose: bool = True,
+    selectors: Sequence[Any] = (),
+    check: bool | str = True,
+    on_refused: str = "raise",
+) -> RewriteResult:
     """Replace every call of the chosen modules by a plugin, without editing the model.
 
     ``mapping`` maps nn.Module classes and dotted path prefixes to ``tta.custom_plugin``s.
@@ -475,6 +501,8 @@ def lower_modules(target: ExportedProgram | torch.fx.GraphModule | nn.Module, ma
                 "lower_modules(model, ...) exports the model first and needs example_inputs=(...); "
                 "or pass the ExportedProgram from torch.export.export"
             )
-        ep = torch.export.export(target, tuple(example_inputs), kwargs=dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict)
+        ep = torch.export.export(
+            target, tuple(example_inputs), kwargs=dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict
+        )
         target = ep.run_decompositions() if decompose else ep
     return rewrite(target, selectors=items, check=check, on_refused=on_refused)

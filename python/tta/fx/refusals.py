@@ -18,10 +18,7 @@ def check_choice(on_refused: str) -> None:
 
 
 def message(refused: list, total: int) -> str:
-    lines = [
-        f"tta refused {len(refused)} of {total} marked region(s); they would run as ordinary PyTorch "
-        "ops, without your kernel:"
-    ]
+    lines = [f"tta refused {len(refused)} of {total} marked region(s); they would run as ordinary PyTorch ops, without your kernel:"]
     for r in refused:
         lines.append(f"  - region {r.id} (impl {r.impl}) at {r.source or 'unknown source'}: {r.reason}")
     lines.append('Fix these regions, or pass on_refused="warn" or "keep" to run them as ordinary ops.')

@@ -25,9 +25,9 @@ import torch
 import torch.fx
 from torch import nn
 
+from ..declare.plugin import Plugin
 from . import serialize as graph
 from .patterns import PatternSelector, check_impl, is_decomposed, target_dtypes
-from ..declare.plugin import Plugin
 
 __all__ = ["ModuleSelector", "PatternSelector", "lower_pattern", "is_decomposed"]
 
@@ -56,9 +56,17 @@ class ModuleSelector:
         return f"ModuleSelector({', '.join(self.labels())})"
 
 
-def lower_pattern(pattern: Callable | nn.Module, impl: Plugin, example_inputs: Sequence[Any], *,
-                  example_kwargs: Mapping[str, Any] | None = None, decompose: bool | None = None,
-                  name: str | None = None, pin_sizes: bool = False, pin_dtypes: bool = False) -> PatternSelector:
+def lower_pattern(
+    pattern: Callable | nn.Module,
+    impl: Plugin,
+    example_inputs: Sequence[Any],
+    *,
+    example_kwargs: Mapping[str, Any] | None = None,
+    decompose: bool | None = None,
+    name: str | None = None,
+    pin_sizes: bool = False,
+    pin_dtypes: bool = False,
+) -> PatternSelector:
     """Select every occurrence of a subgraph: ``pattern`` (a function or an nn.Module) is
     exported with ``example_inputs`` like a model, and every occurrence of its graph in the
     target becomes a region replaced by ``impl``.
@@ -73,8 +81,16 @@ def lower_pattern(pattern: Callable | nn.Module, impl: Plugin, example_inputs: S
     match, like with like: True matches ``run_decompositions()`` output, False the graph
     ``torch.export`` gives; None (default) decides per target with ``is_decomposed``.
     """
-    return PatternSelector(pattern, impl, example_inputs, example_kwargs=example_kwargs, decompose=decompose, name=name,
-                           pin_sizes=pin_sizes, pin_dtypes=pin_dtypes)
+    return PatternSelector(
+        pattern,
+        impl,
+        example_inputs,
+        example_kwargs=example_kwargs,
+        decompose=decompose,
+        name=name,
+        pin_sizes=pin_sizes,
+        pin_dtypes=pin_dtypes,
+    )
 
 
 def normalize(selectors) -> list[ModuleSelector | PatternSelector]:
@@ -88,7 +104,9 @@ def normalize(selectors) -> list[ModuleSelector | PatternSelector]:
         if isinstance(s, Mapping):
             s = ModuleSelector(s)
         if not isinstance(s, (ModuleSelector, PatternSelector)):
-            raise TypeError(f"selectors are tta.lower_pattern(...) results or {{module type or path: impl}} mappings, got {type(s).__name__}")
+            raise TypeError(
+                f"selectors are tta.lower_pattern(...) results or {{module type or path: impl}} mappings, got {type(s).__name__}"
+            )
         out.append(s)
     return out
 

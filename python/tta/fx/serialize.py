@@ -23,7 +23,6 @@ FORMAT = "tta-graph"
 VERSION = 1
 
 
-
 def target_name(target: Any) -> str:
     """Qualified name of a node target: ``aten.add.Tensor``, ``_operator.getitem``, ..."""
     if isinstance(target, str):
@@ -353,7 +352,7 @@ class Serializer:
     def region_tags(self, custom: dict) -> list[str]:
         """The region ids a node's ``meta["custom"]`` tags it with; the first node of each
         region declares it."""
-        tags = [k[len(TAG_PREFIX):] for k in custom if k.startswith(TAG_PREFIX)]
+        tags = [k[len(TAG_PREFIX) :] for k in custom if k.startswith(TAG_PREFIX)]
         for t in tags:
             if t not in self.regions:
                 decl = custom[TAG_PREFIX + t]

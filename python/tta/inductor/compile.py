@@ -18,14 +18,24 @@ import torch
 from torch.export import ExportedProgram
 
 from ..errors import PackageRuntimeWarning, PluginError
-from .rewritten import rewritten
 from .package_check import libraries_with_private_libstdcxx
 from .program import BackendReport, lower
+from .rewritten import rewritten
 from .shared_libstdcxx import compiler_linking, loaded_libstdcxx
 
 
-def _lowered(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, kernels: Any = None,
-             max_ptx: int | None = 90, triton_on_cpu: bool = False, check_kernels: bool = False) -> tuple[ExportedProgram, BackendReport]:
+def _lowered(
+    model,
+    example_inputs,
+    dynamic_shapes,
+    selectors,
+    strict: bool,
+    backend: str,
+    kernels: Any = None,
+    max_ptx: int | None = 90,
+    triton_on_cpu: bool = False,
+    check_kernels: bool = False,
+) -> tuple[ExportedProgram, BackendReport]:
     from .kernel_bundle import as_bundle
 
     result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, backend, check_kernels, max_ptx)
@@ -90,7 +100,9 @@ def compile_inductor(
     ``check_kernels`` (default on): first run every plugin's kernel against its region body
     (``tta.check_kernels``; a kernel that computes something else is a ``KernelCheckError``);
     the report is ``tta_report.kernel_check``."""
-    program, report = _lowered(model, example_inputs, dynamic_shapes, selectors, strict, "inductor", kernels, max_ptx, check_kernels=check_kernels)
+    program, report = _lowered(
+        model, example_inputs, dynamic_shapes, selectors, strict, "inductor", kernels, max_ptx, check_kernels=check_kernels
+    )
     options = dict(torch_compile_options)
     options.setdefault("backend", "inductor")
     if dynamic_shapes is not None:
@@ -149,7 +161,9 @@ def _warn_private_libstdcxx(package_path: str, private: list[str]) -> None:
         "libstdc++.so.6; such packages crashed aoti_load_package where they were seen (tta's "
         "docs/verification.md). Point CXX at a g++ whose link of torch's AOTInductor libraries needs "
         "libstdc++.so.6 and compile again.",
-        PackageRuntimeWarning, stacklevel=3)
+        PackageRuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def aot_compile(

@@ -67,8 +67,10 @@ class Launcher:
                 break
         else:
             have = sorted({"/".join(k.input_dtypes) for k in self.kernels})
-            raise PluginError(f"tta_cubin::{self.op}: no compiled kernel takes inputs {list(dtypes)} of sizes {list(shapes)} "
-                              f"(compiled for {', '.join(have)}; or their guards fail)")
+            raise PluginError(
+                f"tta_cubin::{self.op}: no compiled kernel takes inputs {list(dtypes)} of sizes {list(shapes)} "
+                f"(compiled for {', '.join(have)}; or their guards fail)"
+            )
         if len(self._choice) >= _MAX_REMEMBERED:
             self._choice.clear()
         self._choice[key] = i
@@ -97,7 +99,8 @@ class Launcher:
 
 
 def _signature(op: str, n_out: int) -> inspect.Signature:
-    from .triton_ops import op_signature as triton_signature, signature_inputs
+    from .triton_ops import op_signature as triton_signature
+    from .triton_ops import signature_inputs
 
     return triton_signature(signature_inputs(op), n_out)
 

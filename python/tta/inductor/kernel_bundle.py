@@ -14,12 +14,20 @@ from ..errors import PluginError
 Bundle = dict[str, list[CompiledKernel]]
 
 
-def compile_bundle(model: Any, example_inputs: Sequence[Any], dynamic_shapes: Any = None, *, sm: int = 90,
-                   max_ptx: int | None = 90, selectors: Any = None, strict: bool = False) -> Bundle:
+def compile_bundle(
+    model: Any,
+    example_inputs: Sequence[Any],
+    dynamic_shapes: Any = None,
+    *,
+    sm: int = 90,
+    max_ptx: int | None = 90,
+    selectors: Any = None,
+    strict: bool = False,
+) -> Bundle:
     """The kernels of every outlined region whose plugin has kernels but no Triton one (those
     Inductor cannot embed), compiled for ``sm`` as the TensorRT path compiles them."""
-    from ..runtime import ops
     from ..fx.kernels import compile_kernels
+    from ..runtime import ops
     from .rewritten import rewritten
 
     result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")

@@ -40,7 +40,7 @@ def read_shared_object(data: bytes) -> SharedObject | None:
     None where the bytes are not a 64-bit little-endian ELF file this reader understands."""
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return None
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     if shentsize != 64 or shoff + shnum * 64 > len(data):
         return None
@@ -50,11 +50,11 @@ def read_shared_object(data: bytes) -> SharedObject | None:
         if not 0 <= index < shnum:
             return b""
         _, _, _, _, off, size, *_ = sections[index]
-        return data[off:off + size]
+        return data[off : off + size]
 
     def string(table: bytes, at: int) -> bytes:
         end = table.find(b"\0", at)
-        return table[at:end if end >= 0 else len(table)]
+        return table[at : end if end >= 0 else len(table)]
 
     needed: list[str] = []
     defines = False

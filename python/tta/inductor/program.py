@@ -115,16 +115,20 @@ def _devices(node: torch.fx.Node) -> set[str]:
 CPU_TRITON = "Inductor compiles Triton kernels for GPUs only"  # why a CPU program runs the region body
 
 
-def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernels: dict, max_ptx: int | None,
-                      ranges: dict | None = None) -> tuple[list | None, str | None]:
+def _compiled_kernels(
+    op: str, node: torch.fx.Node, region, backend: str, kernels: dict, max_ptx: int | None, ranges: dict | None = None
+) -> tuple[list | None, str | None]:
     """The compiled kernels ``tta_cubin::<op>`` would launch, or why the region body runs."""
-    from ..runtime import ops
     from ..declare.specs import installed
+    from ..runtime import ops
 
     plugin = ops.signature_of(op)[2]
     kinds = ", ".join(sorted({k.backend for k in plugin.kernels}))
     if backend == "aot_inductor":
-        return None, f"no Triton kernel (kernels: {kinds}); an AOTInductor package loads without tta, so it cannot launch their compiled artifact"
+        return (
+            None,
+            f"no Triton kernel (kernels: {kinds}); an AOTInductor package loads without tta, so it cannot launch their compiled artifact",
+        )
     why = cubin_ops.unavailable()
     devices = _devices(node)
     if why is None and devices != {"cuda"}:
@@ -142,8 +146,9 @@ def _compiled_kernels(op: str, node: torch.fx.Node, region, backend: str, kernel
     return None, f"no Triton kernel (kernels: {kinds}); its compiled kernel cannot run here: {why}"
 
 
-def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_ptx: int | None = 90,
-          triton_on_cpu: bool = False) -> tuple[ExportedProgram, BackendReport]:
+def lower(
+    result: RewriteResult, backend: str, kernels: dict | None = None, max_ptx: int | None = 90, triton_on_cpu: bool = False
+) -> tuple[ExportedProgram, BackendReport]:
     """A copy of ``result.program`` with every plugin op lowered for Inductor. ``kernels``:
     compiled kernels per plugin name for plugins without a Triton kernel (``kernel_bundle``).
 
@@ -151,8 +156,8 @@ def lower(result: RewriteResult, backend: str, kernels: dict | None = None, max_
     for Triton kernels (it would fail compiling, or with ``TRITON_INTERPRET=1`` when tracing).
     ``triton_on_cpu``: lower it to its ``tta_triton`` op all the same (the graph a GPU would
     get, to look at without one; eagerly it runs under ``TRITON_INTERPRET=1``)."""
-    from ..runtime import ops
     from ..aot.compile import export_ranges
+    from ..runtime import ops
 
     program = result.program
     g = copy.deepcopy(program.graph)

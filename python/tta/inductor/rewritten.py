@@ -18,8 +18,9 @@ def _export(model, example_inputs: Sequence[Any], dynamic_shapes: Any, strict: b
     return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes, strict=strict)
 
 
-def rewritten(model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, check_kernels: bool = False,
-              max_ptx: int | None = 90):
+def rewritten(
+    model, example_inputs, dynamic_shapes, selectors, strict: bool, backend: str, check_kernels: bool = False, max_ptx: int | None = 90
+):
     """The rewrite of the exported model; with ``check_kernels``, every plugin's kernel checked
     against its region first (``tta.verify.check``; the report in ``result.kernel_check``)."""
     program = _export(model, example_inputs, dynamic_shapes, strict)

@@ -52,8 +52,7 @@ def runtime_floats(kernel: Any, args: tuple, kwargs: dict) -> dict[str, float]:
     jit = _innermost(kernel)
     values = dict(zip([p.name for p in jit.params], args))
     values.update({k: v for k, v in kwargs.items()})
-    return {p.name: float(values[p.name]) for p in jit.params
-            if not p.is_constexpr and type(values.get(p.name)) is float}
+    return {p.name: float(values[p.name]) for p in jit.params if not p.is_constexpr and type(values.get(p.name)) is float}
 
 
 def bind(kernel: Any, args: tuple, kwargs: dict, grid: Any) -> tuple[Any, dict, Any]:

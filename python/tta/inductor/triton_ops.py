@@ -17,11 +17,11 @@ from typing import Any, Sequence
 
 import torch
 
-from ..runtime.eager import launch_first_fitting
 from ..common.bridge import Port
-from ..errors import PluginError
 from ..declare.plugin import Plugin
 from ..declare.specs import KernelSpec, installed
+from ..errors import PluginError
+from ..runtime.eager import launch_first_fitting
 from . import triton_floats
 
 NAMESPACE = "tta_triton"

@@ -27,8 +27,9 @@ def record(op: str, why: str | None, on_cuda: bool) -> None:
         if first:
             _warned.add((op, why))
     if first:
-        warnings.warn(f"tta::{op} ran its region body instead of the plugin's kernel on CUDA inputs: {why}",
-                      EagerFallbackWarning, stacklevel=4)
+        warnings.warn(
+            f"tta::{op} ran its region body instead of the plugin's kernel on CUDA inputs: {why}", EagerFallbackWarning, stacklevel=4
+        )
 
 
 def eager_paths() -> dict[str, dict[str, int]]:

@@ -80,7 +80,9 @@ class Loaded:
                 raise OverflowError(f"extra {text} = {e} does not fit the int32 TensorRT passes")
         return grid, extras, outs  # type: ignore[return-value]
 
-    def prepare(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], grid, extras: Sequence[int], stream: int | None = None):
+    def prepare(
+        self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], grid, extras: Sequence[int], stream: int | None = None
+    ):
         """A no-argument launcher with the argument block built once, as TensorRT's C++ runtime
         has it ready at enqueue time (so timing it measures the launch, not Python)."""
         cu = cuda_driver()
@@ -101,7 +103,9 @@ class Loaded:
 
         return run
 
-    def launch(self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], grid, extras: Sequence[int], stream: int | None = None) -> None:
+    def launch(
+        self, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor], grid, extras: Sequence[int], stream: int | None = None
+    ) -> None:
         self.prepare(inputs, outputs, grid, extras, stream)()
 
     def __call__(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -14,9 +14,9 @@ from typing import Callable, Sequence
 import torch
 import torch.fx
 
-from . import eager_stats
 from ..common.bridge import Port
 from ..declare.plugin import Plugin
+from . import eager_stats
 
 # ``launch(plugin, inputs, body)``: run the plugin's own kernel on real inputs: ``(outputs, None)``,
 # or ``(None, why)`` when it cannot run there (the caller then runs the region body).
@@ -47,8 +47,13 @@ def schema(inputs: Sequence[Port], outputs: Sequence[Port]) -> str:
     return f"({', '.join(params)}) -> {ret}"
 
 
-def extract_body(gm: torch.fx.GraphModule, members: list[torch.fx.Node], inputs: list[torch.fx.Node], outputs: list[torch.fx.Node],
-                 derived: Sequence[tuple[torch.fx.Node, int, int]] = ()) -> torch.fx.GraphModule:
+def extract_body(
+    gm: torch.fx.GraphModule,
+    members: list[torch.fx.Node],
+    inputs: list[torch.fx.Node],
+    outputs: list[torch.fx.Node],
+    derived: Sequence[tuple[torch.fx.Node, int, int]] = (),
+) -> torch.fx.GraphModule:
     """The region as a standalone GraphModule: inputs -> outputs. ``derived`` lists the sizes
     the region reads from outside that are dims of its inputs, as (node, input number, dim):
     the body reads them from that input's shape."""
@@ -72,8 +77,9 @@ def _own_dense(inputs, outputs):
     """The region body's outputs as the kernel's would be: buffers of their own (custom ops may
     not return views of their inputs) and contiguous (the op's fake impl says so)."""
     ptrs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.device.type != "meta"}
-    return tuple(o.clone(memory_format=torch.contiguous_format) if o.untyped_storage().data_ptr() in ptrs else o.contiguous()
-                 for o in outputs)
+    return tuple(
+        o.clone(memory_format=torch.contiguous_format) if o.untyped_storage().data_ptr() in ptrs else o.contiguous() for o in outputs
+    )
 
 
 def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int, launch: EagerLauncher | None) -> Callable:
@@ -96,6 +102,7 @@ def make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callabl
     fresh contiguous tensors, which is what the kernel writes. A meta_impl may return an input
     (``return x``) or a view of one, and the region body any strides (SDPA's output is a
     transposed buffer): neither is what the op gives."""
+
     def fake(*inputs):
         if plugin.meta_impl is not None:
             outs = plugin.meta_impl(*inputs)
@@ -108,8 +115,14 @@ def make_fake(plugin: Plugin, body: torch.fx.GraphModule, n_out: int) -> Callabl
     return fake
 
 
-def ensure_op(op: str, inputs: Sequence[Port], outputs: Sequence[Port], plugin: Plugin, body: Callable[[], torch.fx.GraphModule],
-              launch: EagerLauncher | None = None) -> torch._ops.OpOverload:
+def ensure_op(
+    op: str,
+    inputs: Sequence[Port],
+    outputs: Sequence[Port],
+    plugin: Plugin,
+    body: Callable[[], torch.fx.GraphModule],
+    launch: EagerLauncher | None = None,
+) -> torch._ops.OpOverload:
     """Register ``tta::<op>`` once; ``body`` builds the region body only when needed. The eager
     impl runs ``launch`` (the plugin's own kernel) where it can, else the region body."""
     existing = _ops.get(op)

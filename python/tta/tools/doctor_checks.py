@@ -12,8 +12,11 @@ from ..common import known_bugs, packages
 from ..common.cuda_driver import driver_ptx_cap
 from .doctor_rows import OK, PROBLEM, SKIP, WARN, Row, one_line
 
-DSLS = (("triton", "Triton", "triton", ("triton",)), ("cutile", "cuTile", "cuda.tile", ("cuda-tile",)),
-        ("cutedsl", "CuTeDSL", "cutlass", ("nvidia-cutlass-dsl",)))
+DSLS = (
+    ("triton", "Triton", "triton", ("triton",)),
+    ("cutile", "cuTile", "cuda.tile", ("cuda-tile",)),
+    ("cutedsl", "CuTeDSL", "cutlass", ("nvidia-cutlass-dsl",)),
+)
 
 
 class State:
@@ -78,7 +81,9 @@ def check_driver(s: State) -> list[Row]:
     s.driver = s.cap.driver
     rows = []
     if s.driver is None:
-        rows.append(Row("CUDA driver", "none (libcuda not found)", status=SKIP, note="no NVIDIA driver here: kernels are compiled, not run"))
+        rows.append(
+            Row("CUDA driver", "none (libcuda not found)", status=SKIP, note="no NVIDIA driver here: kernels are compiled, not run")
+        )
     else:
         rows.append(Row("CUDA driver", f"CUDA {s.driver}", "loads the PTX of AOT plugins (JIT to the GPU)"))
     status = PROBLEM if s.cap.problem else OK
@@ -94,7 +99,10 @@ def check_cuda(s: State) -> list[Row]:
         return [Row("CUDA (torch)", "none (CPU-only torch)", status=SKIP, note="no CUDA runtime in torch")]
     row = Row("CUDA (torch)", f"CUDA {cuda} runtime", "runs eager regions and the engine check")
     if s.driver is not None and int(cuda.split(".")[0]) > int(s.driver.split(".")[0]):
-        row.status, row.note = PROBLEM, f"torch is built for CUDA {cuda}, which a CUDA {s.driver} driver cannot run (needs a CUDA {cuda.split('.')[0]} driver)"
+        row.status, row.note = (
+            PROBLEM,
+            f"torch is built for CUDA {cuda}, which a CUDA {s.driver} driver cannot run (needs a CUDA {cuda.split('.')[0]} driver)",
+        )
     return [row]
 
 
@@ -106,7 +114,9 @@ def check_ptxas(s: State) -> list[Row]:
     if path is None:
         needs = [n for b, n, *_ in DSLS if b in ("cutile", "cutedsl") and packages.module_present(DSLS_MODULE[b])]
         status = WARN if needs else SKIP
-        note = f"no ptxas reads PTX ISA {isa} (set TTA_PTXAS)" + (f": {', '.join(needs)} kernels keep their arch-specific target" if needs else "")
+        note = f"no ptxas reads PTX ISA {isa} (set TTA_PTXAS)" + (
+            f": {', '.join(needs)} kernels keep their arch-specific target" if needs else ""
+        )
         return [Row("ptxas", "none", status=status, note=note)]
     return [Row("ptxas", f"CUDA {tool_version(path)} at {path}", "checks plain sm targets of cuTile/CuTeDSL PTX")]
 
@@ -144,13 +154,23 @@ def check_dsls(s: State) -> list[Row]:
 
 def check_numpy(s: State) -> list[Row]:
     v = packages.version_of("numpy")
-    return [Row("NumPy", v[1] if v else "not installed", "decodes plugin attributes" if v else "", OK if v else PROBLEM,
-                "" if v else "tta needs numpy")]
+    return [
+        Row(
+            "NumPy",
+            v[1] if v else "not installed",
+            "decodes plugin attributes" if v else "",
+            OK if v else PROBLEM,
+            "" if v else "tta needs numpy",
+        )
+    ]
 
 
 def check_tensorrt(s: State) -> list[Row]:
-    dists = [d for d in ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu13-bindings", "tensorrt-cu12-bindings")
-             if packages.version_of(d)]
+    dists = [
+        d
+        for d in ("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-cu13-bindings", "tensorrt-cu12-bindings")
+        if packages.version_of(d)
+    ]
     if not dists and not packages.module_present("tensorrt"):
         return [Row("TensorRT", "not installed", status=SKIP, note="no TensorRT: no engines (pip install tensorrt-cu13)")]
     try:
@@ -178,11 +198,23 @@ def check_plugin_package(s: State) -> list[Row]:
     except Exception as e:
         return [Row("tensorrt.plugin", "missing", status=PROBLEM, note=f"tensorrt.plugin does not import: {one_line(e)}")]
     s.trtp = trtp
-    missing = [n for n, ok in (("tensorrt.QuickPluginCreationRequest", hasattr(s.trt, "QuickPluginCreationRequest")),
-                               ("tensorrt.plugin.aot_impl", hasattr(trtp, "aot_impl"))) if not ok]
+    missing = [
+        n
+        for n, ok in (
+            ("tensorrt.QuickPluginCreationRequest", hasattr(s.trt, "QuickPluginCreationRequest")),
+            ("tensorrt.plugin.aot_impl", hasattr(trtp, "aot_impl")),
+        )
+        if not ok
+    ]
     if missing:
-        return [Row("tensorrt.plugin", f"{s.trt.__version__}, no AOT", status=PROBLEM,
-                    note=f"no {' / '.join(missing)}: tta's plugins are ahead-of-time; use TensorRT >= 10.10")]
+        return [
+            Row(
+                "tensorrt.plugin",
+                f"{s.trt.__version__}, no AOT",
+                status=PROBLEM,
+                note=f"no {' / '.join(missing)}: tta's plugins are ahead-of-time; use TensorRT >= 10.10",
+            )
+        ]
     s.aot = True
     import numpy as np
 
@@ -231,8 +263,11 @@ def check_known_bugs(s: State) -> list[Row]:
         return [Row("TensorRT bugs", known_bugs.AOT_MODULE_LEAK, "warns once per engine it builds", WARN, leak)]
     if s.qdp_refusal:
         return [Row("TensorRT bugs", "QDP broken", "refuses to define plugins", PROBLEM, s.qdp_refusal)]
-    note = f"{known_bugs.AOT_MODULE_LEAK} (11.1-11.2.1) not confirmed either way on {s.trt.__version__}" \
-        if known_bugs.parse(s.trt.__version__) > (11, 2, 1) else ""
+    note = (
+        f"{known_bugs.AOT_MODULE_LEAK} (11.1-11.2.1) not confirmed either way on {s.trt.__version__}"
+        if known_bugs.parse(s.trt.__version__) > (11, 2, 1)
+        else ""
+    )
     return [Row("TensorRT bugs", "none known for this version", "", OK, note)]
 
 

@@ -42,7 +42,7 @@ def _base_dir() -> str:
 def _relative(source: str) -> str:
     """A source path under the working directory, relative to it (as the user typed it)."""
     base = _base_dir()
-    return source[len(base):] if source.startswith(base) else source
+    return source[len(base) :] if source.startswith(base) else source
 
 
 def _origin(r: RegionReport) -> str:
@@ -80,17 +80,19 @@ def rows(regions: Sequence[RegionReport], kernels: Mapping[str, Sequence[KernelI
         else:
             status = textwrap.wrap(f"REFUSED: {r.reason or '?'}", _REASON_WIDTH) or ["REFUSED"]
         backend, tactics = _kernel_cells(r, kernels)
-        out.append({
-            "region": [r.id, f"({_origin(r)})"],
-            "impl": [r.impl],
-            "op": [f"tta::{r.op}", f"node {r.node}"] if r.outlined else ["-"],
-            "inputs": [_port(p) for p in r.inputs] or ["-"],
-            "outputs": [_port(p) for p in r.outputs] or ["-"],
-            "source": [_relative(r.source) if r.source else "unknown"],
-            "status": status,
-            "backend": backend,
-            "tactics": tactics,
-        })
+        out.append(
+            {
+                "region": [r.id, f"({_origin(r)})"],
+                "impl": [r.impl],
+                "op": [f"tta::{r.op}", f"node {r.node}"] if r.outlined else ["-"],
+                "inputs": [_port(p) for p in r.inputs] or ["-"],
+                "outputs": [_port(p) for p in r.outputs] or ["-"],
+                "source": [_relative(r.source) if r.source else "unknown"],
+                "status": status,
+                "backend": backend,
+                "tactics": tactics,
+            }
+        )
     return out
 
 
@@ -149,8 +151,13 @@ def render_svg(dot_text: str, path: str | os.PathLike) -> None:
             os.remove(tmp)
 
 
-def explain_outcome(outcome: core.Outcome, graph_json: str, kernels: Mapping[str, Sequence[KernelInfo]] | None,
-                    svg: str | os.PathLike | None = None, max_nodes: int = 300) -> str:
+def explain_outcome(
+    outcome: core.Outcome,
+    graph_json: str,
+    kernels: Mapping[str, Sequence[KernelInfo]] | None,
+    svg: str | os.PathLike | None = None,
+    max_nodes: int = 300,
+) -> str:
     """The report of an outlined pass result; with ``svg``, also the picture at that path."""
     if not isinstance(max_nodes, int) or max_nodes < 1:
         raise TTAError(f"max_nodes must be a positive number of nodes, got {max_nodes!r}")
@@ -175,4 +182,3 @@ def explain(program, svg: str | os.PathLike | None = None, *, selectors=None, ma
     graph_json = graph.dumps(doc["graph"])
     outcome = core.analyze(graph_json, doc["impls"], doc.get("selectors")).outline(core.decode_meta(doc.get("meta", {})))
     return explain_outcome(outcome, graph_json, decode_kernels(doc["kernels"]), svg, max_nodes)
-

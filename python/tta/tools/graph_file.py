@@ -27,10 +27,10 @@ def graph_document(program, selectors=None, caller: str = "tta.save_graph") -> d
     import torch
     from torch.export import ExportedProgram
 
-    from ..fx import selectors as _selectors
-    from .kernel_info import kernels_document
     from ..declare.plugin import declarations
+    from ..fx import selectors as _selectors
     from ..fx.pipeline import graph_document as rewrite_document
+    from .kernel_info import kernels_document
 
     if isinstance(program, ExportedProgram):
         gm = program.graph_module
@@ -54,8 +54,8 @@ def _meta(g, doc: dict, impls: dict, selectors: dict | None) -> dict:
     """Each region's ``meta_impl`` result, run now (it needs torch, which the readers of the
     file do not import), so that their report checks what ``tta.rewrite`` checks."""
     from ..common import bridge as core
-    from ..fx import serialize as graph
     from ..errors import GraphError
+    from ..fx import serialize as graph
     from ..fx.pipeline import run_meta_impls
 
     try:
@@ -92,7 +92,9 @@ def _load(source: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tta.tools.graph_file", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m tta.tools.graph_file", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("source", help="a torch.export.save .pt2 file, or module:attr naming an ExportedProgram")
     p.add_argument("out", help="graph JSON file to write")
     args = p.parse_args(argv)

@@ -64,5 +64,8 @@ def kernels_document(keys) -> dict[str, list[dict]]:
     """The ``"kernels"`` entry ``tta.save_graph`` writes: impl key -> its kernel specs."""
     from ..declare.plugin import lookup
 
-    return {k: [KernelInfo(s.backend, s.identity, tuple(s.config_dicts())).to_json() for s in p.kernels]
-            for k in sorted(keys) if (p := lookup(k)) is not None}
+    return {
+        k: [KernelInfo(s.backend, s.identity, tuple(s.config_dicts())).to_json() for s in p.kernels]
+        for k in sorted(keys)
+        if (p := lookup(k)) is not None
+    }

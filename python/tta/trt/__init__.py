@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import threading
 
-from ..runtime import ops
 from ..errors import PluginError
+from ..runtime import ops
 from . import qdp
 from .lowering import clear_selectors, use_selectors
 

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 import torch
 from torch.export import ExportedProgram
 
-from ..errors import PluginError
 from ..common.cuda_driver import driver_ptx_cap
+from ..errors import PluginError
 from . import converter, install
 from .lowering import Session, device_sm, session_scope
 from .partition import keep_plugins_in_tensorrt

@@ -22,10 +22,10 @@ from torch_tensorrt.dynamo.conversion import ConversionContext
 from torch_tensorrt.dynamo.conversion._ConverterRegistry import ConverterPriority, dynamo_tensorrt_converter
 from torch_tensorrt.dynamo.conversion.converter_utils import get_trt_tensor
 
-from ..errors import PluginError
-from ..runtime.ops import NAMESPACE
 from ..common import known_bugs
 from ..common.cuda_driver import driver_ptx_cap
+from ..errors import PluginError
+from ..runtime.ops import NAMESPACE
 from . import profile_tactics, qdp
 
 _registered: set[str] = set()
@@ -51,7 +51,6 @@ def register(op: str, overload: torch._ops.OpOverload) -> None:
 
 def convert_tta_op(ctx: ConversionContext, target: Any, args: tuple, kwargs: dict, name: str):
     import tensorrt as trt
-    import tensorrt.plugin as trtp
 
     node = ctx.current_node
     op = target._schema.name.split("::", 1)[1]
@@ -100,6 +99,7 @@ def add_plugin_layer(ctx: ConversionContext, plugin: str, itensors: list, ranges
 def register_custom_op(op: Any, capability_validator: Any, priority: Any, supports_dynamic_shapes: bool) -> None:
     """The converter of a ``tta.custom_op`` op, with Torch-TensorRT's own meaning of the
     validator (``(node, settings) -> bool``), priority and dynamic-shape support."""
+
     def convert(ctx: ConversionContext, target: Any, args: tuple, kwargs: dict, name: str):
         return convert_custom_op(op, ctx, target, args, kwargs, name)
 

@@ -22,10 +22,9 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-
 from ..aot.session import TensorType
-from ..errors import PluginError
 from ..declare.plugin import Plugin
+from ..errors import PluginError
 from . import custom_op_schema, qdp
 
 
@@ -150,8 +149,10 @@ def custom_op(
     # (The plugin alone, for TensorRT's own network API: tta.trt.qdp.define.)
     require(("torch_tensorrt", "tensorrt", "tensorrt.plugin"), where)
     if kernel is None:
-        given = "" if capability_validator is None or callable(capability_validator) else (
-            f" (the second positional argument is capability_validator, as in Torch-TensorRT; got {capability_validator!r})"
+        given = (
+            ""
+            if capability_validator is None or callable(capability_validator)
+            else (f" (the second positional argument is capability_validator, as in Torch-TensorRT; got {capability_validator!r})")
         )
         raise PluginError(f"{where}: give kernel= (tta.triton(launch_fn, configs=[...]) or a list of specs){given}")
     if capability_validator is not None and not callable(capability_validator):

@@ -59,8 +59,7 @@ def _arg(op_name: str, a) -> OpArg:
     t = getattr(a, "real_type", t)  # ScalarType, Layout, MemoryFormat are ints in the JIT type
     if str(t) in ("ScalarType", "Layout", "MemoryFormat", "Device", "Scalar"):
         raise PluginError(
-            f"{where} has type {t}, which a TensorRT plugin attribute cannot carry (int, float, bool, str and lists of "
-            "int/float can)"
+            f"{where} has type {t}, which a TensorRT plugin attribute cannot carry (int, float, bool, str and lists of int/float can)"
         )
     if _kind(t) == "TensorType":
         return OpArg(a.name, "tensor", kwarg_only=a.kwarg_only)
@@ -68,9 +67,7 @@ def _arg(op_name: str, a) -> OpArg:
         inner = t.getElementType()
         if _kind(inner) == "TensorType":
             return OpArg(a.name, "optional_tensor", kwarg_only=a.kwarg_only)
-        raise PluginError(
-            f"{where} is {t}: a TensorRT plugin attribute cannot be None; make it a plain {inner} with a default"
-        )
+        raise PluginError(f"{where} is {t}: a TensorRT plugin attribute cannot be None; make it a plain {inner} with a default")
     if _kind(t) in _SCALARS:
         attr = qdp.Attribute(a.name, _SCALARS[_kind(t)], str_fallback=True)
         return OpArg(a.name, "attribute", attr, a.kwarg_only)
@@ -82,8 +79,7 @@ def _arg(op_name: str, a) -> OpArg:
         if inner in ("TensorType", "OptionalType"):
             raise PluginError(f"{where} is {t}: a TensorRT plugin has a fixed number of tensor inputs; list them one by one")
     raise PluginError(
-        f"{where} has type {t}, which a TensorRT plugin attribute cannot carry (int, float, bool, str and lists of "
-        "int/float can)"
+        f"{where} has type {t}, which a TensorRT plugin attribute cannot carry (int, float, bool, str and lists of int/float can)"
     )
 
 
@@ -117,9 +113,7 @@ def signature(op_name: str) -> OpSignature:
         raise PluginError(f"tta.custom_op({op_name!r}): the op takes no (non-optional) tensor; a TensorRT plugin needs one input")
     for r in schema.returns:
         if _kind(r.type) != "TensorType":
-            raise PluginError(
-                f"tta.custom_op({op_name!r}): it returns {r.type}; a TensorRT plugin returns a fixed number of tensors"
-            )
+            raise PluginError(f"tta.custom_op({op_name!r}): it returns {r.type}; a TensorRT plugin returns a fixed number of tensors")
         if r.alias_info is not None:
             raise PluginError(f"tta.custom_op({op_name!r}): it returns a view of an input ({r.type}(a)); a plugin returns new tensors")
     if not schema.returns:

@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
+from ..common.cuda_driver import driver_ptx_cap
 from ..declare.markers import TAG_PREFIX
 from ..errors import PluginError
 from ..runtime.ops import NAMESPACE
-from ..common.cuda_driver import driver_ptx_cap
 
 _selectors: list = []
 _selectors_lock = threading.Lock()

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..common import bridge as core
 from ..aot.base import CompiledKernel
+from ..common import bridge as core
 from ..errors import PluginError
 
 

@@ -146,7 +146,9 @@ def warn_dropped_plugins(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.Gr
     blocked = {str(t) for t in (settings.torch_executed_ops or ())}
     # A plugin its converter declines (a custom op's validator) or the user sends to PyTorch is
     # not dropped by min_block_size.
-    plugins = [n for n in plugin_nodes(gm) if n in DYNAMO_CONVERTERS and str(n.target) not in blocked and _qualified(n.target) not in blocked]
+    plugins = [
+        n for n in plugin_nodes(gm) if n in DYNAMO_CONVERTERS and str(n.target) not in blocked and _qualified(n.target) not in blocked
+    ]
     if not plugins:
         return gm
     supported, total = partitioning.get_graph_converter_support(gm, settings.torch_executed_ops)

@@ -63,13 +63,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Sequence, Tuple, Union
 
-from ..runtime import ops
 from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
+from ..common import known_bugs
 from ..common.dtypes import TENSORRT as TRT_DTYPES
 from ..errors import PluginError
-from ..common import known_bugs
-from . import mutation, qdp_shapes, tactics as _tactics
+from ..runtime import ops
+from . import mutation, qdp_shapes
+from . import tactics as _tactics
 
 NAMESPACE = "tta"
 
@@ -598,4 +599,3 @@ def attribute_kwargs(op_name: str, values: dict) -> dict:
     if missing:
         raise PluginError(f"{entry.plugin_id}: no value for attribute(s) {missing}")
     return {a.name: a.encode(values[a.name]) for a in entry.attributes}
-

@@ -32,15 +32,29 @@ def key(op, r, plugin, body, envs, device, gpu, tolerances, seed, all_sizes) -> 
     from ..common.cache import digest
     from ..common.identity import source_digest
 
-    return digest({
-        "what": "tta kernel check", "version": _VERSION, "op": op, "how": "gpu" if gpu else "interpreter",
-        "sm": torch.cuda.get_device_capability() if gpu else None, "device": device,
-        "inputs": [p.signature() for p in r.inputs], "outputs": [p.signature() for p in r.outputs],
-        "body": body.code, "meta": source_digest(plugin.meta_impl) if plugin.meta_impl else None,
-        "specs": [s.cache_key for s in plugin.kernels], "configs": [s.config_dicts() for s in plugin.kernels],
-        "sizes": envs, "all_sizes": all_sizes, "seed": seed, "tolerances": sorted((tolerances or {}).items()), "defaults": sorted(ci.TOLERANCES.items()),
-        "torch": torch.__version__, "triton": _triton_version(),
-    })
+    return digest(
+        {
+            "what": "tta kernel check",
+            "version": _VERSION,
+            "op": op,
+            "how": "gpu" if gpu else "interpreter",
+            "sm": torch.cuda.get_device_capability() if gpu else None,
+            "device": device,
+            "inputs": [p.signature() for p in r.inputs],
+            "outputs": [p.signature() for p in r.outputs],
+            "body": body.code,
+            "meta": source_digest(plugin.meta_impl) if plugin.meta_impl else None,
+            "specs": [s.cache_key for s in plugin.kernels],
+            "configs": [s.config_dicts() for s in plugin.kernels],
+            "sizes": envs,
+            "all_sizes": all_sizes,
+            "seed": seed,
+            "tolerances": sorted((tolerances or {}).items()),
+            "defaults": sorted(ci.TOLERANCES.items()),
+            "torch": torch.__version__,
+            "triton": _triton_version(),
+        }
+    )
 
 
 def _triton_version() -> str | None:

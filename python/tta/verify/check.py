@@ -23,12 +23,25 @@ from typing import Any
 
 import torch
 
-from . import cache as check_cache, interpreter as check_interpreter
-from . import inputs as ci
-from . import launch as cl
-from .report import ERROR, FAIL, NOT_RUN, PASS, SKIPPED, ConfigCheck, KernelCheck, RegionCheck, SizeCheck
-from .report import mismatch_message, order_hint, output_params
 from ..errors import KernelCheckError, TTAError
+from . import cache as check_cache
+from . import inputs as ci
+from . import interpreter as check_interpreter
+from . import launch as cl
+from .report import (
+    ERROR,
+    FAIL,
+    NOT_RUN,
+    PASS,
+    SKIPPED,
+    ConfigCheck,
+    KernelCheck,
+    RegionCheck,
+    SizeCheck,
+    mismatch_message,
+    order_hint,
+    output_params,
+)
 
 _TITLES = {"triton": "Triton", "cutile": "cuTile", "cutedsl": "CuTeDSL"}
 
@@ -38,9 +51,21 @@ def output_names(region: Any) -> list[str]:
     return [getattr(p, "label", None) or p.name for p in region.outputs]
 
 
-def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = None, sizes: Any = 2, device: str | None = None,
-                  max_ptx: int | None = 90, tolerances: dict | None = None, seed: int = 0, cache: Any = None,
-                  raise_on_mismatch: bool = True, timeout: float = 300.0, all_sizes: bool | None = None) -> KernelCheck:
+def check_kernels(
+    result: Any,
+    *,
+    program: Any = None,
+    ranges: dict | None = None,
+    sizes: Any = 2,
+    device: str | None = None,
+    max_ptx: int | None = 90,
+    tolerances: dict | None = None,
+    seed: int = 0,
+    cache: Any = None,
+    raise_on_mismatch: bool = True,
+    timeout: float = 300.0,
+    all_sizes: bool | None = None,
+) -> KernelCheck:
     """Check every outlined region's kernels of ``result`` (a ``RewriteResult``) against the
     region body; returns a ``KernelCheck`` and raises ``KernelCheckError`` on a mismatch (unless
     ``raise_on_mismatch=False``). ``ranges``: symbol -> (min, max), default from ``result.program``
@@ -64,8 +89,9 @@ def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = Non
     for r in result.outlined:
         by_op.setdefault(r.op, []).append(r)
     for op, regions in by_op.items():
-        _plan_op(op, regions, report, runs, ranges, sizes, device, gpu, max_ptx, tolerances, seed, store,
-                 gpu if all_sizes is None else all_sizes)
+        _plan_op(
+            op, regions, report, runs, ranges, sizes, device, gpu, max_ptx, tolerances, seed, store, gpu if all_sizes is None else all_sizes
+        )
     launches = [run[3] for run in runs]
     errors = cl.run_on_gpu(launches) if gpu else check_interpreter.run_interpreted(launches, timeout)
     for (rc, cc, sc, launch, case), err in zip(runs, errors):
@@ -79,8 +105,15 @@ def check_kernels(result: Any, *, program: Any = None, ranges: dict | None = Non
     report.seconds = time.perf_counter() - t0
     if raise_on_mismatch and report.failures:
         rc, cc, sc = report.failures[0]
-        raise KernelCheckError(mismatch_message(rc, cc, sc, len(report.failures)), region=rc.regions[0], source=rc.source,
-                               config=cc.config, output=(sc.failed or [None])[0], max_error=sc.max_error, report=report)
+        raise KernelCheckError(
+            mismatch_message(rc, cc, sc, len(report.failures)),
+            region=rc.regions[0],
+            source=rc.source,
+            config=cc.config,
+            output=(sc.failed or [None])[0],
+            max_error=sc.max_error,
+            report=report,
+        )
     return report
 
 
@@ -104,8 +137,8 @@ class _Case:
 
 
 def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, tolerances, seed, store, all_sizes) -> None:
-    from ..runtime import ops
     from ..declare.plugin import lookup
+    from ..runtime import ops
 
     r = regions[0]
     plugin, body = lookup(r.impl), ops.body_of(op)
@@ -139,8 +172,13 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
     index, covered = 0, {}  # size set -> the first config that runs it
     for spec in plugin.kernels:
         for cfg in spec.config_dicts():
-            cc = ConfigCheck(spec.backend, spec.identity, cfg, "GPU artifact" if gpu else "Triton interpreter",
-                             output_params=output_params(spec.launch_fn, len(r.inputs), len(r.outputs)))
+            cc = ConfigCheck(
+                spec.backend,
+                spec.identity,
+                cfg,
+                "GPU artifact" if gpu else "Triton interpreter",
+                output_params=output_params(spec.launch_fn, len(r.inputs), len(r.outputs)),
+            )
             rc.configs.append(cc)
             kernel, index = (compiled[index] if compiled else None), index + 1
             if kernel is None and not _interpretable(spec, cc, report):
@@ -152,7 +190,9 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
                 report.notes.append(f"tta::{op} {cc.label} was not checked: {cc.note}")
                 continue
             guards = kernel.meta.get("guards", []) if kernel is not None else plan.guards
-            shapes, dtypes = (kernel.output_shapes, kernel.output_dtypes) if kernel is not None else (plan.output_shapes, plan.output_dtypes)
+            shapes, dtypes = (
+                (kernel.output_shapes, kernel.output_dtypes) if kernel is not None else (plan.output_shapes, plan.output_dtypes)
+            )
             for i, (env, case) in enumerate(cases):
                 if i > 0 and not all_sizes and i in covered:
                     cc.sizes.append(SizeCheck(env, SKIPPED, note=f"run by {covered[i]} (all_sizes=True runs every config here)"))
@@ -257,5 +297,3 @@ def _cuda_python(report: KernelCheck) -> bool:
         report.notes.append("cuda-python is not installed: Triton kernels ran under the interpreter, on CPU tensors")
         report.device = "cpu"
         return False
-
-

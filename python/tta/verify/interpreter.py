@@ -203,5 +203,3 @@ def _cuda_initialized() -> bool:
         return bool(torch.cuda.is_initialized())
     except Exception:
         return False
-
-

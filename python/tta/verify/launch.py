@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 import torch
 
-from ..common import bridge as core
 from ..aot.base import symbol_values
+from ..common import bridge as core
 
 _MAX_MESSAGE = 1500
 

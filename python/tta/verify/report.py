@@ -97,8 +97,10 @@ class KernelCheck:
 
     def __repr__(self) -> str:
         ran = sum(len(c.sizes) for r in self.regions for c in r.configs)
-        head = (f"tta kernel check on {self.device}: {len(self.regions)} plugin op(s), {len(self._all(PASS))}/{ran} runs pass, "
-                f"{len(self.failures)} fail, {len(self.not_run)} config(s) not run ({self.seconds:.2f}s)")
+        head = (
+            f"tta kernel check on {self.device}: {len(self.regions)} plugin op(s), {len(self._all(PASS))}/{ran} runs pass, "
+            f"{len(self.failures)} fail, {len(self.not_run)} config(s) not run ({self.seconds:.2f}s)"
+        )
         return "\n".join([head] + [f"  {r}" for r in self.regions] + [f"  note: {n}" for n in self.notes])
 
     __str__ = __repr__
@@ -107,11 +109,12 @@ class KernelCheck:
 def output_params(launch_fn: Any, n_in: int, n_out: int) -> list[str] | None:
     """The launch function's parameter names that receive the outputs (after the inputs)."""
     try:
-        params = [p.name for p in inspect.signature(launch_fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p.name for p in inspect.signature(launch_fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         return None
-    return params[n_in:n_in + n_out] if len(params) >= n_in + n_out else None
+    return params[n_in : n_in + n_out] if len(params) >= n_in + n_out else None
 
 
 def order_hint(matches: list[list[bool]], names: list[str], params: list[str] | None) -> str | None:
@@ -138,9 +141,11 @@ def mismatch_message(region: RegionCheck, config: ConfigCheck, size: SizeCheck, 
         msg = f"tta: the kernel of {where}, config {config.label}, failed when run at {at} ({config.how}): {size.note}"
     else:
         worst = max(size.failed, key=lambda k: size.errors.get(k, 0.0))
-        msg = (f"tta: the kernel of {where} does not compute what the region computes: config {config.label}, "
-               f"output {worst!r} differs from the region body by up to {size.errors.get(worst, float('nan')):.3g} at {at} "
-               f"({config.how})")
+        msg = (
+            f"tta: the kernel of {where} does not compute what the region computes: config {config.label}, "
+            f"output {worst!r} differs from the region body by up to {size.errors.get(worst, float('nan')):.3g} at {at} "
+            f"({config.how})"
+        )
         if len(size.failed) > 1:
             msg += "; outputs off: " + ", ".join(f"{k} (max error {size.errors.get(k, float('nan')):.3g})" for k in size.failed)
         if size.note:

@@ -5,17 +5,17 @@ TensorRT stand-in, which records each engine's network and runs the plugin packa
 from __future__ import annotations
 
 import pytest
+import tensorrt as trt
 import torch
 from torch import nn
-
-import tensorrt as trt
 
 import tta
 import tta.trt
 from tta.aot.compile import compile_specs
 from tta.aot.session import TensorType
 from tta.examples import custom_ops as ex
-from tta.trt import custom_op as co, qdp
+from tta.trt import custom_op as co
+from tta.trt import qdp
 
 OPS = torch.ops.tta_examples
 

@@ -17,8 +17,8 @@ import tta.trt
 from tta.aot.compile import compile_specs
 from tta.aot.session import TensorType
 from tta.examples import custom_ops as ex
-from tta.trt import custom_op as co, qdp
-
+from tta.trt import custom_op as co
+from tta.trt import qdp
 
 _lib = torch.library.Library("tta_api", "FRAGMENT")
 for _name in ("mul_specs", "mul_static", "mul_kwargs", "mul_positional", "mul_documented", "mul_again"):
@@ -45,7 +45,10 @@ def launch_pair_twice_per_program(x, y, out, *, BLOCK):
 
 
 def test_a_list_of_specs_is_one_tactic_per_spec_and_config(standin_trt):
-    specs = [tta.triton(ex.launch_pair, configs=[{"BLOCK": 128}, {"BLOCK": 256}]), tta.triton(launch_pair_twice_per_program, configs=[{"BLOCK": 256}])]
+    specs = [
+        tta.triton(ex.launch_pair, configs=[{"BLOCK": 128}, {"BLOCK": 256}]),
+        tta.triton(launch_pair_twice_per_program, configs=[{"BLOCK": 256}]),
+    ]
     op = tta.custom_op("tta_api::mul_specs", kernel=specs)
     x, y = torch.randn(4, 100), torch.randn(4, 100)
     standin_trt.compile(Calls(torch.ops.tta_api.mul_specs), (x, y))
@@ -84,8 +87,14 @@ def test_a_positional_call_as_in_torch_tensorrt_is_honoured(standin_trt):
         raise AssertionError("declines every node")
 
     # custom_op(op_name, capability_validator, priority, supports_dynamic_shapes, requires_output_allocator)
-    tta.custom_op("tta_api::mul_positional", only_wide, ConverterPriority.HIGH, False, False,
-                  kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 256}]))
+    tta.custom_op(
+        "tta_api::mul_positional",
+        only_wide,
+        ConverterPriority.HIGH,
+        False,
+        False,
+        kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 256}]),
+    )
     # HIGH: before the converter registered earlier; static shapes only.
     first = DYNAMO_ATEN_CONVERTERS[overload][0]
     assert first.capability_validator is only_wide and first.supports_dynamic_shapes is False
@@ -196,7 +205,6 @@ def test_broadcasting_over_dynamic_dims_shares_the_symbol(standin_trt):
     (k,) = call["layer"].kernels[0]
     for rows, cols in ((2, 2), (64, 512), (7, 33)):
         assert k.launch_values([(rows, cols), (cols,)])["grid_x"] == -(-rows * cols // 256)
-
 
 
 def test_calling_again_with_other_converter_arguments_is_refused():

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch_tensorrt
-import triton
 from torch import nn
-from trt_standin import network as standin, torch_tensorrt_env
+from trt_standin import network as standin
+from trt_standin import torch_tensorrt_env
 
 torch_tensorrt_env.patch_runtime()
 
@@ -18,7 +18,8 @@ import tta  # noqa: E402
 import tta.trt  # noqa: E402
 from tta.examples import custom_ops as ex  # noqa: E402
 from tta.examples.kernels.softmax import softmax_kernel  # noqa: E402
-from tta.trt import custom_op as co, qdp  # noqa: E402
+from tta.trt import custom_op as co  # noqa: E402
+from tta.trt import qdp
 
 SETTINGS = {"offload_module_to_cpu": True}
 OPS = torch.ops.tta_examples
@@ -60,7 +61,9 @@ def test_plain_compile_warns_that_a_lone_custom_op_runs_in_pytorch(builds):
     _pair_mul()
     x, y = torch.randn(4, 16), torch.randn(4, 16)
     ep = torch.export.export(Lone(), (x, y))
-    with pytest.warns(UserWarning, match=r"plugin of call pair_mul \(tta_examples\.pair_mul\.default\) will run in PyTorch.*min_block_size=5"):
+    with pytest.warns(
+        UserWarning, match=r"plugin of call pair_mul \(tta_examples\.pair_mul\.default\) will run in PyTorch.*min_block_size=5"
+    ):
         torch_tensorrt.compile(ep, ir="dynamo", arg_inputs=[x, y], **SETTINGS)
     assert builds == []
 

@@ -14,17 +14,18 @@ deselect them where the DSLs are not installed)."""
 from __future__ import annotations
 
 import pytest
-import torch
-from trt_standin import plugin_build
-
 import tensorrt as trt
 import tensorrt.plugin as trtp
+import torch
 import trt_standin
+from trt_standin import plugin_build
+
 import tta
 from tta import _core
 from tta.aot.session import TensorType
 from tta.examples import custom_ops_dsl as dsl
-from tta.trt import custom_op as co, mutation, qdp
+from tta.trt import custom_op as co
+from tta.trt import mutation, qdp
 
 CASES = {c.name: c for c in dsl.CASES}
 
@@ -80,8 +81,12 @@ def test_cutile_custom_op_per_call_site_values():
 def test_cutedsl_custom_op_keyword_only_values():
     case = CASES["custom_cute_axpby"]
     profile = ((1, 1), (64, 128), (512, 4096))
-    relu = _check_built(*_build(case, {"alpha": -2.0, "relu": True}, profile), {"alpha": -2.0, "relu": True}, case.configs, lambda c: c["THREADS"])
-    plain = _check_built(*_build(case, {"alpha": -2.0, "relu": False}, profile), {"alpha": -2.0, "relu": False}, case.configs, lambda c: c["THREADS"])
+    relu = _check_built(
+        *_build(case, {"alpha": -2.0, "relu": True}, profile), {"alpha": -2.0, "relu": True}, case.configs, lambda c: c["THREADS"]
+    )
+    plain = _check_built(
+        *_build(case, {"alpha": -2.0, "relu": False}, profile), {"alpha": -2.0, "relu": False}, case.configs, lambda c: c["THREADS"]
+    )
     assert all(relu[t].code != plain[t].code for t in relu)
 
 
@@ -104,7 +109,7 @@ def test_dsl_cases_in_the_via_qdp_manifest(tmp_path):
     for name in ("custom_cute_axpby", "custom_tile_axpy"):
         ex = by_name(name)
         x, y = ex.make_inputs((3, 5), torch.float32, "cpu")
-        assert torch.allclose(ex.reference(x, y), torch.ops.tta_examples.__getattr__(name[len("custom_"):])(x, y, **CASES[name].values))
+        assert torch.allclose(ex.reference(x, y), torch.ops.tta_examples.__getattr__(name[len("custom_") :])(x, y, **CASES[name].values))
 
 
 _lib = torch.library.Library("tta_dsl_mutating", "FRAGMENT")

@@ -44,8 +44,9 @@ def test_a_fake_impl_returning_its_input_gets_an_output_of_its_own(standin_trt, 
 
 def test_a_region_whose_meta_impl_returns_its_input(standin_trt, tmp_path, monkeypatch):
     monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path))
-    plugin = tta.custom_plugin(kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 256}]), meta_impl=lambda x, y: x,
-                               name="mul_returning_x")
+    plugin = tta.custom_plugin(
+        kernel=tta.triton(ex.launch_pair, configs=[{"BLOCK": 256}]), meta_impl=lambda x, y: x, name="mul_returning_x"
+    )
 
     class Region(nn.Module):
         def forward(self, x, y):

@@ -11,16 +11,17 @@ import torch_tensorrt
 import triton
 import triton.language as tl
 from torch import nn
-from trt_standin import network as standin, torch_tensorrt_env
+from trt_standin import network as standin
+from trt_standin import torch_tensorrt_env
 
 torch_tensorrt_env.patch_runtime()
 
 import tta  # noqa: E402
 import tta.trt  # noqa: E402
+from tta import _core  # noqa: E402
 from tta.aot.compile import compile_specs  # noqa: E402
 from tta.aot.session import TensorType  # noqa: E402
 from tta.examples import custom_ops as ex  # noqa: E402
-from tta import _core  # noqa: E402
 from tta.trt import mutation  # noqa: E402
 
 SETTINGS = {"offload_module_to_cpu": True, "min_block_size": 1}

@@ -10,27 +10,33 @@ import warnings
 from typing import Tuple, Union
 
 import pytest
+import tensorrt as trt
+import tensorrt.plugin as trtp
 import torch
 import torch_tensorrt
 from torch import nn
-from trt_standin import network as standin, torch_tensorrt_env
+from trt_standin import network as standin
+from trt_standin import torch_tensorrt_env
 from trt_standin.plugin_build import add_plugin_aot, build_plugin
-
-import tensorrt as trt
-import tensorrt.plugin as trtp
 
 torch_tensorrt_env.patch_runtime()
 
+from tensorrt.plugin._lib import QDP_REGISTRY  # noqa: E402
+
 import tta  # noqa: E402
 import tta.trt  # noqa: E402
-from tta.tools import cli  # noqa: E402
+from tta.common import cuda_driver, known_bugs
 from tta.errors import PluginError  # noqa: E402
 from tta.examples.kernels import by_name  # noqa: E402
+from tta.tools import (  # noqa: E402
+    cli,  # noqa: E402
+    doctor,
+    doctor_checks,
+    doctor_engine,
+)
 from tta.tools.gpu.models import ADD_RELU, ResidualBlock  # noqa: E402
-from tta.common import cuda_driver, known_bugs
-from tta.tools import doctor, doctor_checks, doctor_engine  # noqa: E402
-from tta.trt import compile as trt_compile, qdp, qdp_shapes  # noqa: E402
-from tensorrt.plugin._lib import QDP_REGISTRY  # noqa: E402
+from tta.trt import compile as trt_compile  # noqa: E402
+from tta.trt import qdp, qdp_shapes
 
 SETTINGS = {"offload_module_to_cpu": True}
 LEAKS = known_bugs.aot_module_leak(trt.__version__) is not None  # 11.1 yes, 11.4 no
@@ -53,8 +59,10 @@ def test_doctor_over_the_standin(capsys):
     # The torch pin comes from the installed distribution's metadata.
     pin = next(r for r in md.requires("torch_tensorrt") if r.startswith("torch") and not r.startswith("torch-"))
     assert tt.found == torch_tensorrt.__version__ and pin.split(";")[0].replace(" ", "") in tt.plan.replace(" ", "")
-    trt_pin_ok = all(doctor_checks.packages.fits(trt.__version__, p) is not False
-                     for p in doctor_checks.packages.pins("torch_tensorrt", "tensorrt", prefix=True))
+    trt_pin_ok = all(
+        doctor_checks.packages.fits(trt.__version__, p) is not False
+        for p in doctor_checks.packages.pins("torch_tensorrt", "tensorrt", prefix=True)
+    )
     assert (tt.status == doctor.OK) == trt_pin_ok, tt
     bugs = _row(rows, "TensorRT bugs")
     assert (bugs.status == doctor.WARN and "#4849" in bugs.note) if LEAKS else bugs.status == doctor.OK
@@ -68,6 +76,7 @@ def test_engine_step_is_reached_with_a_gpu_and_its_result_reported(monkeypatch):
     """With a GPU (faked) and a TensorRT that could run engines, the doctor calls the engine step
     with the installed DSLs, the GPU's SM and the driver's PTX cap, and reports what it returns;
     the build itself is replaced: the stand-in cannot run an engine."""
+
     def gpu(state):
         state.gpu = ("stand-in GPU", 90)
         return [doctor.Row("GPU", "stand-in GPU, SM 9.0")]
@@ -84,7 +93,10 @@ def test_engine_step_is_reached_with_a_gpu_and_its_result_reported(monkeypatch):
     rows = doctor.run_checks()
     assert calls == [(_row(rows, "Triton") and ["triton"], 90, cuda_driver.driver_ptx_cap().option)]
     engine = _row(rows, "engine")
-    assert engine.status == doctor.PROBLEM and engine.note == "RuntimeError: the TensorRT stand-in cannot deserialize engines (no TensorRT runtime here)"
+    assert (
+        engine.status == doctor.PROBLEM
+        and engine.note == "RuntimeError: the TensorRT stand-in cannot deserialize engines (no TensorRT runtime here)"
+    )
 
 
 def test_engine_network_has_one_plugin_layer_per_dsl_with_metadata():
@@ -140,7 +152,9 @@ def test_leak_warning_once_per_engine_build():
 def test_qdp_refused_on_broken_versions(monkeypatch, version):
     monkeypatch.setattr(trt, "__version__", version)
     ex = by_name("triton_add_relu")
-    with pytest.raises(PluginError, match=r"tta::bug_qdp.*Quickly Deployable Plugins do not work on TensorRT 10.14.x and 10.15.x \(Torch-TensorRT"):
+    with pytest.raises(
+        PluginError, match=r"tta::bug_qdp.*Quickly Deployable Plugins do not work on TensorRT 10.14.x and 10.15.x \(Torch-TensorRT"
+    ):
         qdp.define("bug_qdp", ex.plugin(), ex.input_metas(torch.float32), ex.meta)
     assert "tta::bug_qdp" not in QDP_REGISTRY and "bug_qdp" not in qdp._entries
 
@@ -163,8 +177,7 @@ def test_numpy_scalar_attribute_workaround(monkeypatch):
     seen = []
     original = qdp._aot_impl
     monkeypatch.setattr(qdp, "_aot_impl", lambda e, i, values, o, t: seen.append(values) or original(e, i, values, o, t))
-    qdp.define("bug_np_attr", ex.plugin(), ex.input_metas(torch.float32), ex.meta,
-               attributes=[qdp.Attribute("n", int, str_fallback=True)])
+    qdp.define("bug_np_attr", ex.plugin(), ex.input_metas(torch.float32), ex.meta, attributes=[qdp.Attribute("n", int, str_fallback=True)])
     x = [trt.ITensor(f"x{k}", (-1, -1), trt.float32) for k in range(2)]
     added = add_plugin_aot(trtp.op.tta.bug_np_attr(*x, **qdp.attribute_kwargs("bug_np_attr", {"n": 7})))
     assert added.plugin.attrs == {"n": "7"}

@@ -9,16 +9,15 @@ import threading
 from types import SimpleNamespace
 
 import pytest
+import tensorrt as trt
+import tensorrt.plugin as trtp
 import torch
 import trt_standin
+from tensorrt.plugin._lib import QDP_REGISTRY
 from trt_standin.exprs import evaluate, to_text
 from trt_standin.plugin_build import add_plugin_aot, build_plugin
 
-import tensorrt as trt
-import tensorrt.plugin as trtp
 import tta
-from tensorrt.plugin._lib import QDP_REGISTRY
-from tta.aot.base import symbol_values
 from tta.aot.compile import compile_specs
 from tta.errors import PluginError
 from tta.examples.kernels import by_name
@@ -135,8 +134,12 @@ def test_tactics_unique_nonzero_and_stable_across_processes():
         "ex = by_name('triton_rmsnorm'); qdp.define('ex_triton_rmsnorm', ex.plugin(), ex.input_metas(torch.float16), ex.meta);"
         "print(json.dumps(qdp._entries['ex_triton_rmsnorm'].tactic_ids))"
     )
-    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.dirname(HERE)), trt_standin.installed_version()],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, os.path.dirname(os.path.dirname(HERE)), trt_standin.installed_version()],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ids
 
 
@@ -183,7 +186,9 @@ def test_cubin_is_refused_unless_asked_for():
     name = pid.split("::")[1]
     entry = qdp._entries[name]
     kernels = qdp.tactics(name, ["float32", "float32"])
-    fake = {t: k.__class__(**{**k.__dict__, "code": b"\x7fELF cubin", "code_format": "cubin", "backend": "cutile"}) for t, k in kernels.items()}
+    fake = {
+        t: k.__class__(**{**k.__dict__, "code": b"\x7fELF cubin", "code_format": "cubin", "backend": "cutile"}) for t, k in kernels.items()
+    }
     keys = [(("float32", "float32"), entry.sm, entry.max_ptx, allow) for allow in (False, True)]
     saved = {key: entry.compiled.get(key) for key in keys}
     for key in keys:
@@ -208,8 +213,14 @@ class _Block(torch.nn.Module):
         super().__init__()
         from tta.examples.kernels import add_relu, rmsnorm
 
-        self.rms = tta.custom_plugin(kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=rmsnorm.CONFIGS), meta_impl=lambda x, w: x.new_empty(x.shape), name="rmsnorm")
-        self.res = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=add_relu.CONFIGS), meta_impl=lambda x, y: x.new_empty(x.shape), name="residual")
+        self.rms = tta.custom_plugin(
+            kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=rmsnorm.CONFIGS), meta_impl=lambda x, w: x.new_empty(x.shape), name="rmsnorm"
+        )
+        self.res = tta.custom_plugin(
+            kernel=tta.triton(add_relu.launch_add_relu, configs=add_relu.CONFIGS),
+            meta_impl=lambda x, y: x.new_empty(x.shape),
+            name="residual",
+        )
         self.weight = torch.nn.Parameter(torch.rand(dim) + 0.5)
         self.up = torch.nn.Linear(dim, dim)
 
@@ -285,7 +296,7 @@ def test_a_later_register_keeps_the_target_it_is_not_given():
 def test_str_and_bool_attributes_reach_aot_impl():
     ex = by_name("triton_add_relu")
     attrs = [qdp.Attribute("mode", str), qdp.Attribute("flag", bool)]
-    pid = qdp.define("ex_attrs", ex.plugin(), ex.input_metas(torch.float32), ex.meta, attributes=attrs)
+    qdp.define("ex_attrs", ex.plugin(), ex.input_metas(torch.float32), ex.meta, attributes=attrs)
     seen = []
     original = qdp._aot_impl
     qdp._aot_impl = lambda entry, inputs, values, outputs, tactic: seen.append(values) or original(entry, inputs, values, outputs, tactic)
@@ -319,8 +330,24 @@ def test_unknown_op_and_attribute_rules():
 def test_plugin_package_11_4():
     env = dict(os.environ, TTA_TRT_PLUGIN="11.4")
     # cuTile and CuTeDSL are not in this venv: their custom-op tests run from .venv (scripts/test.sh).
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", HERE, "-k", "not test_plugin_package_11_4",
-                        "-m", "not cutile and not cutedsl"],
-                       env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            HERE,
+            "-k",
+            "not test_plugin_package_11_4",
+            "-m",
+            "not cutile and not cutedsl",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "11.4.0.106" in r.stdout and " passed" in r.stdout and "skipped" not in r.stdout.split("\n")[-2]

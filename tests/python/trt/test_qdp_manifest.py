@@ -1,15 +1,14 @@
 """The conformance manifest taken through TensorRT's plugin package (``--via-qdp``) launches
 the same code with the same numbers as the one built from the compiler directly."""
 
-
+import tensorrt as trt
 import torch
 import trt_standin
 
-import tensorrt as trt
-from tta.common import bridge as core
 from tta.aot.base import read_manifest, symbol_values
-from tta.examples.kernels import by_name
+from tta.common import bridge as core
 from tta.examples.custom_ops import CASES
+from tta.examples.kernels import by_name
 from tta.tools.gpu import build_manifest, qdp_manifest
 
 

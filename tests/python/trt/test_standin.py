@@ -1,17 +1,15 @@
 """The TensorRT stand-in itself: the real plugin package loads over it once, its expression
 builder refuses null expressions, and attributes decode as the real bindings make them."""
 
-import sys
 from typing import Tuple, Union
 
 import numpy as np
 import pytest
+import tensorrt as trt
+import tensorrt.plugin as trtp
 import trt_standin
 from trt_standin import exprs
 from trt_standin.plugin_build import add_plugin_aot, build_plugin
-
-import tensorrt as trt
-import tensorrt.plugin as trtp
 
 AOT_RET = Tuple[Union[str, bytes], Union[str, bytes], trtp.KernelLaunchParams, trtp.SymIntExprs]
 

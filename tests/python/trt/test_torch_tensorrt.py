@@ -14,25 +14,26 @@ import inspect
 import json
 import sys
 import textwrap
-import warnings
 
 import pytest
+import tensorrt as trt
 import torch
 import torch.nn.functional as F
 import torch_tensorrt
 from torch import nn
 from torch_tensorrt.dynamo._engine_cache import BaseEngineCache
-from trt_standin import network as standin, torch_tensorrt_env
-
-import tensorrt as trt
+from trt_standin import network as standin
+from trt_standin import torch_tensorrt_env
 
 torch_tensorrt_env.patch_runtime()
 
 import tta  # noqa: E402
 import tta.trt  # noqa: E402
 from tta.examples.kernels import rmsnorm as rms_kernel  # noqa: E402
+
 # The seed's example (annotation-pr.txt), as the GPU end-to-end runs use it.
-from tta.tools.gpu.models import ADD_RELU as fused_add_relu, ResidualBlock  # noqa: E402
+from tta.tools.gpu.models import ADD_RELU as fused_add_relu  # noqa: E402
+from tta.tools.gpu.models import ResidualBlock
 from tta.trt import qdp  # noqa: E402
 
 # Torch-TensorRT reads torch.cuda.mem_get_info() unless modules are offloaded to the CPU.
@@ -278,9 +279,7 @@ def test_llama_block_selected_by_module_type(builds):
     x = torch.randn(3, 16, 64)
     dyn = ({0: torch.export.Dim("batch", min=2, max=32)},)
     with torch.no_grad():
-        compiled = tta.compile(
-            model, (x,), dyn, selectors=[{RMSNorm: rmsnorm}], torch_executed_ops=_aten_ops(model, x, dyn), **SETTINGS
-        )
+        compiled = tta.compile(model, (x,), dyn, selectors=[{RMSNorm: rmsnorm}], torch_executed_ops=_aten_ops(model, x, dyn), **SETTINGS)
     assert [r.region for r in compiled.tta_report.regions] == ["module:input_layernorm", "module:post_attention_layernorm"]
     _check_rmsnorm_engines(builds, compiled.tta_report, (2, 3, 32))
 
@@ -301,7 +300,7 @@ class RecordingCache(BaseEngineCache):
         return self.saved.get(hash)
 
 
-KERNEL_MODULE = '''
+KERNEL_MODULE = """
 import triton
 import triton.language as tl
 
@@ -316,7 +315,7 @@ def kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def launch(x, y, out, *, BLOCK: int = 256):
     kernel[(triton.cdiv(out.numel(), BLOCK),)](x, y, out, out.numel(), BLOCK=BLOCK)
-'''
+"""
 
 
 def _engine_key(plugin, check_kernels: bool = True) -> str:
@@ -328,8 +327,13 @@ def _engine_key(plugin, check_kernels: bool = True) -> str:
     x, y = _residual_inputs()
     cache = RecordingCache()
     tta.compile(
-        Block(), (x, y), cache_built_engines=True, immutable_weights=False, custom_engine_cache=cache,
-        check_kernels=check_kernels, **SETTINGS
+        Block(),
+        (x, y),
+        cache_built_engines=True,
+        immutable_weights=False,
+        custom_engine_cache=cache,
+        check_kernels=check_kernels,
+        **SETTINGS,
     )
     (key,) = cache.saved
     return key
@@ -338,7 +342,9 @@ def _engine_key(plugin, check_kernels: bool = True) -> str:
 def test_engine_cache_key_changes_with_the_kernel(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     src = tmp_path / "tta_cache_key_kernel.py"
-    src.write_text(textwrap.dedent(KERNEL_MODULE.format(body="tl.maximum(tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), 0.0)")))
+    src.write_text(
+        textwrap.dedent(KERNEL_MODULE.format(body="tl.maximum(tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), 0.0)"))
+    )
     mod = importlib.import_module("tta_cache_key_kernel")
     try:
         meta = lambda x, y: x.new_empty(x.shape)  # noqa: E731
@@ -445,7 +451,9 @@ def test_example_script():
 
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(repo, "python"), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, os.path.join(repo, "examples", "trt_residual.py")], capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [sys.executable, os.path.join(repo, "examples", "trt_residual.py")], capture_output=True, text=True, env=env, timeout=600
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "1/1 region(s) in TensorRT" in r.stdout
     assert "add_plugin(tta::fused_add_relu_" in r.stdout and "mark_output(output0, FLOAT, shape (-1, 1024))" in r.stdout

@@ -44,16 +44,17 @@ from typing import Any, Callable
 
 import torch
 
-from ...common import bridge as core, dtypes
+from ...common import bridge as core
+from ...common import dtypes
 from ...errors import PluginError
 from .. import cuda_tools, ptxabi
-from . import tensors as cutedsl_tensors
-from .params import HostArg, is_constexpr, signature
-from .ir import LaunchHook, dynamic_smem_from_host_ir
 from ..cutile.backend import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from ..driver import Artifact, Backend
 from ..record import patched
 from ..session import Session, constant_int
+from . import tensors as cutedsl_tensors
+from .ir import LaunchHook, dynamic_smem_from_host_ir
+from .params import HostArg, is_constexpr, signature
 
 # Recording addresses: port slot s is at _BASE + (s << 32) (aligned for any assumed_align).
 _BASE = 0x7A7A << 48
@@ -286,8 +287,7 @@ def build(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, whe
     hook = LaunchHook(host_args, here, plan.tensors)
     with tempfile.TemporaryDirectory(prefix="tta-cute-") as dump, hook.active():
         try:
-            compiled = cute.compile(fn, *[h.value for h in host_args],
-                                    options=f"--gpu-arch {arch} --keep-ptx --dump-dir {dump}")
+            compiled = cute.compile(fn, *[h.value for h in host_args], options=f"--gpu-arch {arch} --keep-ptx --dump-dir {dump}")
         except PluginError:
             raise
         except Exception as e:

@@ -244,8 +244,7 @@ class LaunchHook:
     def result(self) -> Launch:
         if len(self.launches) != 1:
             raise PluginError(
-                f"{self.here}: the host function launched {len(self.launches)} kernels; a TensorRT AOT plugin runs "
-                "exactly one kernel"
+                f"{self.here}: the host function launched {len(self.launches)} kernels; a TensorRT AOT plugin runs exactly one kernel"
             )
         return self.launches[0]
 
@@ -257,9 +256,15 @@ class LaunchHook:
         cfg = launcher.dsl.LaunchConfig(*args, **kwargs)
         name = getattr(launcher.funcBody, "__qualname__", "kernel")
         here = f"{self.here}: launch of {name}"
-        unsupported = [what for what, on in (("clusters", cfg.has_cluster or cfg.has_fallback_cluster),
-                                             ("a cooperative launch", cfg.cooperative),
-                                             ("programmatic dependent launch", cfg.use_pdl)) if on]
+        unsupported = [
+            what
+            for what, on in (
+                ("clusters", cfg.has_cluster or cfg.has_fallback_cluster),
+                ("a cooperative launch", cfg.cooperative),
+                ("programmatic dependent launch", cfg.use_pdl),
+            )
+            if on
+        ]
         if unsupported:
             raise PluginError(f"{here} uses {', '.join(unsupported)}, which the TensorRT AOT plugin launch cannot provide")
         r = Resolver(_host_func(ir.InsertionPoint.current.block), self.host_args, here, self.tensors)

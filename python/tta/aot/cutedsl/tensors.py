@@ -138,8 +138,10 @@ def host_wrapper(user_host, host_args: list, plan: TensorPlan):
             t = plan.tensors[h.name]
             params.append(f"{h.name}: cute.Pointer")
             new_args.append(HostArg(h.name, "pointer", None, port=t.port))
-            body.append(f"    {h.name}_t = cute.make_tensor({h.name}, cute.make_layout({_src_leaves(t.shape, extra_names)}, "
-                        f"stride={_src_leaves(t.stride, extra_names)}))")
+            body.append(
+                f"    {h.name}_t = cute.make_tensor({h.name}, cute.make_layout({_src_leaves(t.shape, extra_names)}, "
+                f"stride={_src_leaves(t.stride, extra_names)}))"
+            )
             body.append(f"    _tta_tensors[id({h.name}_t)] = {h.name!r}")
             body.append(f"    _tta_values[{h.name!r}] = {h.name}")
             call.append(f"{h.name}_t")
@@ -159,8 +161,13 @@ def host_wrapper(user_host, host_args: list, plan: TensorPlan):
     name = f"{getattr(user_host, '__name__', 'host')}_tta_pointer_abi"
     src = f"def {name}({', '.join(params)}):\n" + "\n".join(body) + f"\n    _tta_user({', '.join(call)})\n"
     _active.tensors, _active.values = {}, {}
-    scope = {"cute": cute, "cutlass": cutlass, "_tta_user": cute.jit(user_host), "_tta_tensors": _active.tensors,
-             "_tta_values": _active.values}
+    scope = {
+        "cute": cute,
+        "cutlass": cutlass,
+        "_tta_user": cute.jit(user_host),
+        "_tta_tensors": _active.tensors,
+        "_tta_values": _active.values,
+    }
     fn = codegen.define(src, name, scope, f"generated {name}")
     return cute.jit(fn), new_args
 
@@ -195,8 +202,10 @@ def entry_kernel(user_kernel, kernel_params: list[tuple[str, Any]], plan: Tensor
                 params.append(f"{names[i]}: cutlass.Int32")
                 args.append(("extra", i))
             lookup = [names.get(i, "0") for i in range(len(plan.extras))]
-            body.append(f"    {pname}_t = cute.make_tensor({pname}, cute.make_layout({_src_leaves(t.shape, lookup)}, "
-                        f"stride={_src_leaves(t.stride, lookup)}))")
+            body.append(
+                f"    {pname}_t = cute.make_tensor({pname}, cute.make_layout({_src_leaves(t.shape, lookup)}, "
+                f"stride={_src_leaves(t.stride, lookup)}))"
+            )
             call.append(f"{pname}_t")
         elif isinstance(v, cute.Tensor):
             raise PluginError(

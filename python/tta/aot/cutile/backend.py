@@ -47,10 +47,10 @@ from typing import Any, Callable
 import torch
 
 from ...errors import PluginError
-from .build import build, kernel_name, toolchain
 from ..driver import Backend
 from ..record import patched
 from ..session import Session, constant_int
+from .build import build, kernel_name, toolchain
 
 
 @dataclass

@@ -26,12 +26,12 @@ from typing import Any
 
 import torch
 
-from ...common import bridge as core, dtypes
+from ...common import bridge as core
+from ...common import dtypes
 from ...common.bridge import PtxEntry, QdpSlots
 from ...errors import GraphError, PluginError
 from .. import codegen, cuda_tools, ptxabi
 from ..driver import Artifact
-
 
 CUBIN_NOTE = (
     "TensorRT documents only PTX for AOT plugins; CUBIN acceptance is unverified. cuTile emits PTX "
@@ -129,7 +129,9 @@ def _signature(plan, symbol: str, pointer_divisibility: int | None, here: str):
 def _symbol(plan, sm: int, config: tuple) -> str:
     base = re.sub(r"\W", "_", kernel_name(plan.kernel))
     digest = hashlib.sha256(
-        json.dumps([base, [a.__dict__ for a in plan.args], plan.extras, plan.input_dtypes, plan.output_dtypes, sm, config], default=repr).encode()
+        json.dumps(
+            [base, [a.__dict__ for a in plan.args], plan.extras, plan.input_dtypes, plan.output_dtypes, sm, config], default=repr
+        ).encode()
     ).hexdigest()[:8]
     return f"tta_{base}_{digest}"
 
@@ -196,7 +198,10 @@ def build(plan, sm: int, max_ptx: int | None, config: tuple, where: str, pointer
             "entry_source": source,
             "reqntid": None if entry_info.reqntid is None else list(entry_info.reqntid),
             "language": entry_info.language,
-            "params": [{"name": a.name, "kind": a.kind, "port": a.port, "shape": a.shape, "strides": a.strides, "value": _jsonable(a.value)} for a in plan.args],
+            "params": [
+                {"name": a.name, "kind": a.kind, "port": a.port, "shape": a.shape, "strides": a.strides, "value": _jsonable(a.value)}
+                for a in plan.args
+            ],
             "pointer_divisibility": pointer_divisibility,
             "toolchain": {"cuda-tile": _cutile_version(), "tileiras": cuda_tools.tool_version(tool), "bytecode": version},
             "note": CUBIN_NOTE,

@@ -39,13 +39,14 @@ from typing import Any, Callable
 import torch
 
 from ...common import dtypes
+from ...declare import autotune as triton_tuning
 from ...errors import PluginError
 from .. import ptxabi
 from ..driver import Artifact, Backend
-from ...declare import autotune as triton_tuning
 from ..record import patched
-from .specialize import bind_floats
 from ..session import Session, constant_int
+from .specialize import bind_floats
+
 
 @dataclass
 class TritonLaunch:
@@ -241,7 +242,9 @@ def plan_launch(launch: TritonLaunch, session: Session, where: str) -> TritonPla
             )
         raise PluginError(f"{here}: parameter {name!r} gets a {type(v).__name__}, which a TensorRT AOT kernel cannot take")
 
-    ptxabi.check_each_port_once([(p.role, p.index) for p in params if p.role != "constexpr"], len(session.inputs), len(session.outputs), here)
+    ptxabi.check_each_port_once(
+        [(p.role, p.index) for p in params if p.role != "constexpr"], len(session.inputs), len(session.outputs), here
+    )
 
     grid_exprs = session.grid(launch.grid(dict(values)) if callable(launch.grid) else launch.grid, here)
 

@@ -125,6 +125,15 @@ def by_name(name: str) -> Example:
         cases = [(c, "triton") for c in custom_ops.CASES] + [(c, custom_ops_dsl.KERNEL_DSL_OF_CASE[c.name]) for c in custom_ops_dsl.CASES]
         for c, backend in cases:
             if c.name == name:
-                return Example(name=c.name, backend=backend, launch_fn=c.launch, configs=c.configs, reference=c.reference,
-                               meta=None, make_inputs=c.make_inputs, test_shapes=c.test_shapes, dtypes=c.dtypes)
+                return Example(
+                    name=c.name,
+                    backend=backend,
+                    launch_fn=c.launch,
+                    configs=c.configs,
+                    reference=c.reference,
+                    meta=None,
+                    make_inputs=c.make_inputs,
+                    test_shapes=c.test_shapes,
+                    dtypes=c.dtypes,
+                )
     raise KeyError(name)

@@ -49,8 +49,7 @@ def launch_add_relu(x, y, out, *, THREADS: int = 256):
 
 
 @cute.kernel
-def rmsnorm_kernel(px: cute.Pointer, pw: cute.Pointer, po: cute.Pointer, n_rows: Int32, n_cols: Int32,
-                   eps: Constexpr, THREADS: Constexpr):
+def rmsnorm_kernel(px: cute.Pointer, pw: cute.Pointer, po: cute.Pointer, n_rows: Int32, n_cols: Int32, eps: Constexpr, THREADS: Constexpr):
     # One CTA per row; threads stride over the row, so any row length works.
     tidx, _, _ = cute.arch.thread_idx()
     row, _, _ = cute.arch.block_idx()
@@ -81,8 +80,7 @@ def rmsnorm_kernel(px: cute.Pointer, pw: cute.Pointer, po: cute.Pointer, n_rows:
 
 
 @cute.jit
-def rmsnorm_host(px: cute.Pointer, pw: cute.Pointer, po: cute.Pointer, n_rows: Int32, n_cols: Int32,
-                 eps: Constexpr, THREADS: Constexpr):
+def rmsnorm_host(px: cute.Pointer, pw: cute.Pointer, po: cute.Pointer, n_rows: Int32, n_cols: Int32, eps: Constexpr, THREADS: Constexpr):
     rmsnorm_kernel(px, pw, po, n_rows, n_cols, eps, THREADS).launch(grid=(n_rows, 1, 1), block=(THREADS, 1, 1))
 
 

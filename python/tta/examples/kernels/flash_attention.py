@@ -27,8 +27,7 @@ TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2)}
 
 
 @triton.jit
-def flash_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+def flash_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     start_m = tl.program_id(0)
     base = tl.program_id(1).to(tl.int64) * seq * head_dim
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -56,7 +55,10 @@ def flash_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, head_dim,
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     acc = acc / l_i[:, None]
-    tl.store(o_ptr + base + offs_m[:, None] * head_dim + offs_d[None, :], acc.to(o_ptr.dtype.element_ty), mask=(offs_m[:, None] < seq) & d_ok)
+    tl.store(
+        o_ptr + base + offs_m[:, None] * head_dim + offs_d[None, :], acc.to(o_ptr.dtype.element_ty), mask=(offs_m[:, None] < seq) & d_ok
+    )
+
 
 def launch_flash_attention(q, k, v, out, *, BLOCK_M: int = 64, BLOCK_N: int = 64, BLOCK_D: int = 64, num_warps: int = 4):
     batch, heads, seq, head_dim = q.shape
@@ -64,15 +66,19 @@ def launch_flash_attention(q, k, v, out, *, BLOCK_M: int = 64, BLOCK_N: int = 64
     grid = (triton.cdiv(seq, BLOCK_M), batch * heads)
     flash_attention_kernel[grid](q, k, v, out, seq, head_dim, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_D=BLOCK_D, num_warps=num_warps)
 
+
 def reference(q, k, v):
     return torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True).to(q.dtype)
+
 
 def meta(q, k, v):
     return q.new_empty(q.shape)
 
+
 def make_inputs(shape, dtype, device):
     g = torch.Generator(device="cpu").manual_seed(3)
     return [torch.randn(shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype) for _ in range(3)]
+
 
 # [batch, heads, seq, head_dim]: a ragged sequence, a full block, head_dim 128 (the second config).
 TEST_SHAPES = [(1, 2, 77, 64), (2, 4, 128, 64), (1, 2, 200, 128)]

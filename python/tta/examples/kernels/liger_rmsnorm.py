@@ -30,8 +30,21 @@ def launch_liger_rmsnorm(x, w, y, rstd, *, BLOCK_SIZE: int = 1024, num_warps: in
     X, Y, R = x.view(-1, n_cols), y.view(-1, n_cols), rstd.view(-1)
     assert n_cols <= BLOCK_SIZE, f"row length {n_cols} exceeds BLOCK_SIZE={BLOCK_SIZE}"
     _rms_norm_forward_kernel[(X.shape[0],)](
-        Y, Y.stride(0), X, X.stride(0), w, w.stride(0), R, R.stride(0), n_cols, EPS, 0.0, _LLAMA,
-        elementwise_affine=True, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps,
+        Y,
+        Y.stride(0),
+        X,
+        X.stride(0),
+        w,
+        w.stride(0),
+        R,
+        R.stride(0),
+        n_cols,
+        EPS,
+        0.0,
+        _LLAMA,
+        elementwise_affine=True,
+        BLOCK_SIZE=BLOCK_SIZE,
+        num_warps=num_warps,
     )
 
 

@@ -33,9 +33,7 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     if ((n_cols % 8) == 0) & _aligned16(x_ptr) & _aligned16(out_ptr):
         n8 = (n_cols // 8) * 8
-        _softmax_row(
-            tl.multiple_of(x_ptr + row * n8 + cols, 16), tl.multiple_of(out_ptr + row * n8 + cols, 16), n8, BLOCK
-        )
+        _softmax_row(tl.multiple_of(x_ptr + row * n8 + cols, 16), tl.multiple_of(out_ptr + row * n8 + cols, 16), n8, BLOCK)
     else:
         _softmax_row(x_ptr + row * n_cols + cols, out_ptr + row * n_cols + cols, n_cols, BLOCK)
 

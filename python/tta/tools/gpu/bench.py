@@ -68,21 +68,31 @@ def host_us(fn, iters: int = 2000) -> float:
 
 
 def _compile(spec, metas, meta_fn, max_ptx, cache):
-    return compile_specs([spec], metas, meta_fn, sm=torch.cuda.get_device_capability()[0] * 10, max_ptx=max_ptx, cache=cache, progress=False)
+    return compile_specs(
+        [spec], metas, meta_fn, sm=torch.cuda.get_device_capability()[0] * 10, max_ptx=max_ptx, cache=cache, progress=False
+    )
 
 
 def launch_path(max_ptx: int, cache: Cache) -> dict:
     import triton
 
     from ...aot.session import TensorType
-    from ...examples.kernels import add_relu
     from ...declare.specs import triton as triton_spec
+    from ...examples.kernels import add_relu
 
     BLOCK, warps = 1024, 4
-    k = _compile(triton_spec(add_relu.launch_add_relu, [{"BLOCK": BLOCK, "num_warps": warps}]), [TensorType.dynamic(torch.float16, 1)] * 2, add_relu.meta, max_ptx, cache)[0]
+    k = _compile(
+        triton_spec(add_relu.launch_add_relu, [{"BLOCK": BLOCK, "num_warps": warps}]),
+        [TensorType.dynamic(torch.float16, 1)] * 2,
+        add_relu.meta,
+        max_ptx,
+        cache,
+    )[0]
     loaded = Loaded(k)
     try:
-        same = triton.jit(add_relu.add_relu_kernel.fn, do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr", "y_ptr", "out_ptr"])
+        same = triton.jit(
+            add_relu.add_relu_kernel.fn, do_not_specialize=["n"], do_not_specialize_on_alignment=["x_ptr", "y_ptr", "out_ptr"]
+        )
     except TypeError:  # a Triton without do_not_specialize_on_alignment
         same = triton.jit(add_relu.add_relu_kernel.fn, do_not_specialize=["n"])
     default = add_relu.add_relu_kernel
@@ -134,8 +144,8 @@ def rmsnorm(max_ptx: int, cache: Cache, with_compile: bool) -> dict:
     import torch.nn.functional as F
 
     from ...aot.session import TensorType
-    from ...examples.kernels import rmsnorm as ex
     from ...declare.specs import triton as triton_spec
+    from ...examples.kernels import rmsnorm as ex
 
     M, eps = 65536, 1e-6
     configs = [{"BLOCK": 4096, "eps": eps, "num_warps": w, "ROWS": r} for w in (4, 8) for r in (1, 2, 4, 8)]
@@ -244,7 +254,10 @@ def _rms_lines(rms: dict) -> list[str]:
     for r in rms["rows"]:
         if (r["dtype"], r["shape"][1]) == RAGGED:
             met = "met" if r["tta_frac_copy"] >= RAGGED_TARGET else "NOT met"
-            lines += ["", f"ragged rows {r['dtype']} {r['shape'][0]}x{r['shape'][1]}: {100 * r['tta_frac_copy']:.1f}% of the copy rate (target >= {100 * RAGGED_TARGET:.0f}%): {met}"]
+            lines += [
+                "",
+                f"ragged rows {r['dtype']} {r['shape'][0]}x{r['shape'][1]}: {100 * r['tta_frac_copy']:.1f}% of the copy rate (target >= {100 * RAGGED_TARGET:.0f}%): {met}",
+            ]
     return lines
 
 
@@ -259,7 +272,13 @@ def main(argv=None) -> int:
     drv = driver_version()
     max_ptx = ptxabi.max_ptx_for_driver(drv) or 90
     cache = Cache(tempfile.mkdtemp(prefix="tta-bench-"))
-    res = {"device": torch.cuda.get_device_name(), "driver": drv, "torch": torch.__version__, "triton": triton.__version__, "max_ptx": max_ptx}
+    res = {
+        "device": torch.cuda.get_device_name(),
+        "driver": drv,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "max_ptx": max_ptx,
+    }
     os.makedirs(args.out, exist_ok=True)
 
     def save():  # after each part, so a run cut short still leaves what it measured

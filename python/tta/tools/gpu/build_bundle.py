@@ -9,8 +9,8 @@ import argparse
 
 import torch
 
-from tta.tools.gpu import models
 from tta.inductor.kernel_bundle import compile_bundle, save_bundle
+from tta.tools.gpu import models
 
 COLS = 1000  # not a multiple of any TILE/THREADS: ragged tails at every batch size
 

@@ -39,7 +39,9 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, cache
             continue
         for dtype in ex.dtypes:
             try:
-                compiled = compile_specs([ex.spec()], ex.input_metas(dtype), ex.meta, sm=sm, max_ptx=max_ptx, cache=cache, progress=progress)
+                compiled = compile_specs(
+                    [ex.spec()], ex.input_metas(dtype), ex.meta, sm=sm, max_ptx=max_ptx, cache=cache, progress=progress
+                )
             except (TTAError, OSError) as e:
                 failures.append({"example": ex.name, "dtype": str(dtype), "error": str(e)})
                 print(f"tta: {ex.name} {dtype}: {e}", file=sys.stderr)
@@ -72,7 +74,9 @@ def main(argv=None) -> int:
 
         backends = args.backends.split(",") if args.backends else None
         summary = build_via_qdp(args.out, args.sm, args.max_ptx, backends, args.plugin_version)
-        print(f"tta: wrote {summary['kernels']} kernels (via tensorrt.plugin aot_impl) to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures")
+        print(
+            f"tta: wrote {summary['kernels']} kernels (via tensorrt.plugin aot_impl) to {args.out} in {summary['seconds']}s; {len(summary['failures'])} failures"
+        )
         return 1 if summary["failures"] else 0
     names = args.examples.split(",") if args.examples else None
     summary = build(args.out, args.sm, args.max_ptx, args.backends.split(",") if args.backends else None, names=names)

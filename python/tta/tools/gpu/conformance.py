@@ -55,7 +55,14 @@ def run(manifest: str, backend: str | None = None, progress=None) -> list[Row]:
         if backend is not None and k.backend != backend:
             continue
         name = f"{k.meta.get('example', k.entry)}[{_config(k)}]"
-        base = dict(kernel=name, backend=k.backend, format=f"{k.code_format} {k.ptx_version or ''}".strip(), dtype=k.meta.get("dtype", k.input_dtypes[0]), block="x".join(map(str, k.block)), smem=k.shared_mem)
+        base = dict(
+            kernel=name,
+            backend=k.backend,
+            format=f"{k.code_format} {k.ptx_version or ''}".strip(),
+            dtype=k.meta.get("dtype", k.input_dtypes[0]),
+            block="x".join(map(str, k.block)),
+            smem=k.shared_mem,
+        )
         emit("start", f"{name} {base['dtype']}: load {k.code_format}")
         try:
             ex = by_name(k.meta["example"])
@@ -79,7 +86,14 @@ def run(manifest: str, backend: str | None = None, progress=None) -> list[Row]:
                 errs = [ex.compare(o, r) for o, r in zip(outs, refs)]
                 err = max(e for e, _ in errs)
                 ok = all(ok for _, ok in errs) and len(outs) == len(refs)
-                row = Row(shape=shape_s, grid="x".join(map(str, grid)), max_abs_err=err, status="pass" if ok else "FAIL", note=f"extras={extras}", **base)
+                row = Row(
+                    shape=shape_s,
+                    grid="x".join(map(str, grid)),
+                    max_abs_err=err,
+                    status="pass" if ok else "FAIL",
+                    note=f"extras={extras}",
+                    **base,
+                )
             except Exception as e:
                 row = Row(shape=shape_s, grid="-", max_abs_err=None, status="error", note=f"{type(e).__name__}: {e}", **base)
             rows.append(row)
@@ -142,7 +156,21 @@ def run_isolated(manifest: str, timeout: float = 90.0) -> list[Row]:
                         last_start = ev["data"]
         if problem:
             where = f" during: {last_start}" if last_start else ""
-            rows.append(Row(kernel=f"({backend} runner)", backend=backend, format="-", dtype="-", shape="-", grid="-", block="-", smem=0, max_abs_err=None, status="error", note=f"{problem}{where}".replace("\n", " ")))
+            rows.append(
+                Row(
+                    kernel=f"({backend} runner)",
+                    backend=backend,
+                    format="-",
+                    dtype="-",
+                    shape="-",
+                    grid="-",
+                    block="-",
+                    smem=0,
+                    max_abs_err=None,
+                    status="error",
+                    note=f"{problem}{where}".replace("\n", " "),
+                )
+            )
     return rows
 
 
@@ -153,7 +181,9 @@ def markdown(rows: list[Row], header: str = "") -> str:
     for r in rows:
         err = "-" if r.max_abs_err is None else f"{r.max_abs_err:.2e}"
         result = r.status if r.status == "pass" else f"**{r.status}** {r.note}"
-        lines.append(f"| {r.kernel} | {r.backend} | {r.format} | {r.dtype} | {r.shape} | {r.grid} | {r.block} | {r.smem} | {err} | {result} |")
+        lines.append(
+            f"| {r.kernel} | {r.backend} | {r.format} | {r.dtype} | {r.shape} | {r.grid} | {r.block} | {r.smem} | {err} | {result} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -175,10 +205,7 @@ def main(argv=None) -> int:
         where = f"GPU: {torch.cuda.get_device_name()}, CUDA driver {driver_version()}"
     except Exception as e:  # no GPU here: the rows say why each launch failed
         where = f"no GPU ({type(e).__name__})"
-    header = (
-        f"{where}, torch {torch.__version__}; "
-        f"{passed}/{len(rows)} cases pass ({time.perf_counter() - t0:.1f}s)\n"
-    )
+    header = f"{where}, torch {torch.__version__}; {passed}/{len(rows)} cases pass ({time.perf_counter() - t0:.1f}s)\n"
     md = markdown(rows, header)
     print(md)
     os.makedirs(args.out, exist_ok=True)

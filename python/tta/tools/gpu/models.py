@@ -23,14 +23,17 @@ from torch import nn
 import tta
 from tta.examples.kernels import add_relu, flash_attention, rmsnorm, swiglu
 
-ADD_RELU = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=add_relu.CONFIGS), meta_impl=add_relu.meta, name="fused_add_relu")
+ADD_RELU = tta.custom_plugin(
+    kernel=tta.triton(add_relu.launch_add_relu, configs=add_relu.CONFIGS), meta_impl=add_relu.meta, name="fused_add_relu"
+)
 # The example's configs plus a BLOCK as long as the Llama block's 2048-wide rows: the first config
 # whose BLOCK holds the row is taken, and a row padded to 4096 lanes wastes half the threads.
 RMSNORM_CONFIGS = [{"BLOCK": b, "eps": 1e-6, "num_warps": 4 if b <= 1024 else 8} for b in (1024, 2048, 4096)]
 RMSNORM = tta.custom_plugin(kernel=tta.triton(rmsnorm.launch_rmsnorm, configs=RMSNORM_CONFIGS), meta_impl=rmsnorm.meta, name="rmsnorm")
 SWIGLU = tta.custom_plugin(kernel=tta.triton(swiglu.launch_swiglu, configs=swiglu.CONFIGS), meta_impl=swiglu.meta, name="swiglu")
 ATTENTION = tta.custom_plugin(
-    kernel=tta.triton(flash_attention.launch_flash_attention, configs=flash_attention.CONFIGS), meta_impl=flash_attention.meta,
+    kernel=tta.triton(flash_attention.launch_flash_attention, configs=flash_attention.CONFIGS),
+    meta_impl=flash_attention.meta,
     name="flash_attention",
 )
 
@@ -166,19 +169,28 @@ def cases(size: str = "test") -> list[Case]:
 
     return [
         Case(
-            "residual", ResidualBlock,
+            "residual",
+            ResidualBlock,
             lambda b, dt, dev: (_randn(b, cols, dtype=dt, device=dev, seed=1), _randn(b, cols, dtype=dt, device=dev, seed=2)),
-            ("add_relu_kernel",), 1, {"float16": (2e-3, 2e-3), "bfloat16": (1e-2, 1e-2), "float32": (1e-6, 1e-6)},
+            ("add_relu_kernel",),
+            1,
+            {"float16": (2e-3, 2e-3), "bfloat16": (1e-2, 1e-2), "float32": (1e-6, 1e-6)},
         ),
         Case(
-            "llama", lambda: linear_init(LlamaBlock(dim, heads, hidden)),
+            "llama",
+            lambda: linear_init(LlamaBlock(dim, heads, hidden)),
             lambda b, dt, dev: (_randn(b, seq, dim, dtype=dt, device=dev, seed=3),),
-            ("rmsnorm_kernel", "swiglu_kernel"), 3, mm_tol,
+            ("rmsnorm_kernel", "swiglu_kernel"),
+            3,
+            mm_tol,
         ),
         Case(
-            "attention", lambda: linear_init(AttentionBlock(dim, heads)),
+            "attention",
+            lambda: linear_init(AttentionBlock(dim, heads)),
             lambda b, dt, dev: (_randn(b, seq, dim, dtype=dt, device=dev, seed=4),),
-            ("flash_attention_kernel",), 1, mm_tol,
+            ("flash_attention_kernel",),
+            1,
+            mm_tol,
         ),
     ]
 

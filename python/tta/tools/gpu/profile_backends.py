@@ -95,7 +95,7 @@ def main(argv=None) -> int:
 
                     y, code = run_and_get_code(fn, *x)
                 err = (y.float() - ref.float()).abs().max().item()  # before a CUDA graph replay reuses y
-                fn = (lambda f: (lambda: f(*x)))(fn)
+                fn = (lambda f: lambda: f(*x))(fn)
                 first_s = time.perf_counter() - t0
                 for _ in range(3):
                     fn()
@@ -115,8 +115,11 @@ def main(argv=None) -> int:
                     with open(os.path.join(args.out, f"{name}-code.txt"), "a") as f:
                         f.write(f"\n\n######## {vname}\n" + cpu_table + "\n\n")
                         f.write("\n\n# ---- generated code ----\n".join(code))
-                print(f"{name:9s} {vname:30s} single {row['single_ms']:.3f} ms  stream {row['stream_ms']:.3f} ms  "
-                      f"host {row['host_us']:.0f} us  kernels {row['launches']:.0f} ({row['gpu_us']:.0f} us GPU)  err {err:.3g}", flush=True)
+                print(
+                    f"{name:9s} {vname:30s} single {row['single_ms']:.3f} ms  stream {row['stream_ms']:.3f} ms  "
+                    f"host {row['host_us']:.0f} us  kernels {row['launches']:.0f} ({row['gpu_us']:.0f} us GPU)  err {err:.3g}",
+                    flush=True,
+                )
                 with open(os.path.join(args.out, "kernels.txt"), "a") as f:
                     f.write(f"{name} {vname}\n" + "".join(f"  {k['per_call']:4.1f}x {k['us']:8.1f} us  {k['kernel'][:110]}\n" for k in ks))
         report["models"][name] = rows

@@ -20,8 +20,8 @@ import os
 import sys
 import time
 
-from ...common import dtypes
 from ...aot.base import CompiledKernel, guards_hold, symbol_values, write_manifest
+from ...common import dtypes
 from ...errors import TTAError
 from ...examples.kernels import examples
 
@@ -29,7 +29,9 @@ _DTYPE_BY_TRT = {trt: name for name, trt in dtypes.TENSORRT.items()}
 
 
 def _standin(plugin_version: str):
-    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))), "tests")
+    tests = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))), "tests"
+    )
     if os.path.isdir(os.path.join(tests, "trt_standin")) and tests not in sys.path:
         sys.path.insert(0, tests)
     try:
@@ -72,7 +74,16 @@ def _kernels(exprs, built, compiled, added, example, dname, test_shapes, shapes,
         )
         guards = source.meta.get("guards", [])
         tests = [list(s) for s, ins in zip(test_shapes, shapes) if guards_hold(guards, symbol_values(ins))]
-        k.meta.update({"example": example, "dtype": dname, "test_shapes": tests, "via": f"tensorrt.plugin {version} aot_impl", "tactic": b.tactic, "guards": guards})
+        k.meta.update(
+            {
+                "example": example,
+                "dtype": dname,
+                "test_shapes": tests,
+                "via": f"tensorrt.plugin {version} aot_impl",
+                "tactic": b.tactic,
+                "guards": guards,
+            }
+        )
         out.append(k)
     return out
 
@@ -97,7 +108,6 @@ def _unified_metas(shapes) -> list:
     test shape (a broadcast partner, a checked equality) shares its symbol, as the export of a
     model calling the op would."""
     from ...aot.base import input_symbol
-    from ...aot.session import TensorType
 
     seen, metas = {}, []
     for k in range(len(shapes[0])):
@@ -127,6 +137,7 @@ def _custom_op_kernels(exprs, plugin_build, failures, left_out, sm, max_ptx, bac
     import tensorrt.plugin as trtp
 
     import tta
+
     from ...aot.session import TensorType
     from ...trt import custom_op, qdp
 
@@ -196,6 +207,14 @@ def build(out: str, sm: int = 90, max_ptx: int | None = 90, backends=None, plugi
             kernels += _kernels(exprs, built, compiled, added, ex.name, dname, ex.test_shapes, shapes, sm, n_in, trt.__version__)
     kernels += _custom_op_kernels(exprs, plugin_build, failures, left_out, sm, max_ptx, tuple(backends) if backends else ("triton",))
     del torch
-    info = {"sm": sm, "max_ptx": max_ptx, "via": "qdp", "plugin_package": plugin_version, "failures": failures, "left_out": left_out, "seconds": round(time.perf_counter() - t0, 2)}
+    info = {
+        "sm": sm,
+        "max_ptx": max_ptx,
+        "via": "qdp",
+        "plugin_package": plugin_version,
+        "failures": failures,
+        "left_out": left_out,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
     write_manifest(out, kernels, **info)
     return {"kernels": len(kernels), **info}
