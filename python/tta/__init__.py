@@ -19,6 +19,7 @@ from .errors import (
     EagerFallbackWarning,
     GraphError,
     KernelCheckError,
+    KernelCheckWarning,
     MissingPackageError,
     PackageRuntimeWarning,
     PluginError,

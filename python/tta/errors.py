@@ -79,6 +79,12 @@ class EagerFallbackWarning(UserWarning):
     """A ``tta::<op>`` ran its region body instead of the plugin's kernel on CUDA inputs."""
 
 
+class KernelCheckWarning(UserWarning):
+    """``check_kernels`` could not run some plugin's kernel against its region (no CPU
+    interpreter for the DSL, a body that fails on random inputs, a launch it could not record):
+    that kernel is unchecked, and the warning says which and why."""
+
+
 class MissingPackageError(TTAError, ImportError):
     """A package a tta feature needs is not installed (or does not import) in this Python; the
     message says which, how to install it and into which environment. Also an ``ImportError``,

@@ -95,6 +95,18 @@ class KernelCheck:
     def not_run(self) -> list[tuple[RegionCheck, ConfigCheck]]:
         return [(r, c) for r in self.regions for c in r.configs if not c.sizes]
 
+    @property
+    def unchecked(self) -> list[str]:
+        """What did not run, one line each: a plugin op none of whose configs ran, or a config."""
+        out = []
+        for r in self.regions:
+            if not any(c.sizes for c in r.configs):
+                why = r.note or "; ".join(c.note for c in r.configs if c.note) or "nothing ran"
+                out.append(f"{', '.join(r.regions)} ({r.source or '?'}): {why}")
+                continue
+            out.extend(f"{', '.join(r.regions)} ({r.source or '?'}), {c.label}: {c.note}" for c in r.configs if not c.sizes)
+        return out
+
     def __repr__(self) -> str:
         ran = sum(len(c.sizes) for r in self.regions for c in r.configs)
         head = (
