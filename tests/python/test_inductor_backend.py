@@ -298,11 +298,15 @@ exec g++ "$@"
 """
 
 
-def test_aot_compile_links_a_package_again_when_the_toolchain_copies_libstdcxx_into_it(monkeypatch, tmp_path):
+def test_aot_compile_links_a_package_again_when_the_toolchain_copies_libstdcxx_into_it(monkeypatch, tmp_path, request):
     gxx = tmp_path / "static-g++"
     gxx.write_text(_STATIC_LIBSTDCXX_GXX)
     gxx.chmod(0o755)
-    monkeypatch.setattr(torch._inductor.config.cpp, "cxx", (str(gxx),))
+    # Inductor's own patch: monkeypatch's undo of a sub-config attribute deletes the option
+    # (later CPU compiles in the process then fail with "config.cpp.cxx does not exist").
+    patch = torch._inductor.config.patch({"cpp.cxx": (str(gxx),)})
+    patch.__enter__()
+    request.addfinalizer(lambda: patch.__exit__(None, None, None))
     private_after_each = []
     real_package = inductor_compile._package
 
