@@ -61,7 +61,7 @@ fn main() {
     drop(summary);
     let outcome = analysis.outline(&HashMap::new()).expect("outline");
     println!("after outline: peak {:.0} MB", peak_mb());
-    let edits = serde_json::to_string(&outcome.edits_out()).unwrap();
+    let edits = serde_json::to_string(&(&outcome.edits, &outcome.moves)).unwrap();
     let report = serde_json::to_string(&outcome.report).unwrap();
     println!(
         "after edits ({} MB) and report ({} MB): peak {:.0} MB",

@@ -17,4 +17,4 @@ pub use analyze::{
     Timings,
 };
 pub use check::Delta;
-pub use outline::{EditsOut, Outcome};
+pub use outline::Outcome;

@@ -11,14 +11,6 @@ use crate::regions::pattern::Unmatched;
 use std::collections::HashMap;
 use std::time::Instant;
 
-/// What Python replays on its fx graph (`Outcome::edits_json`), serialized straight from the
-/// outcome: building a `serde_json::Value` first would hold a second copy of every edit.
-#[derive(serde::Serialize)]
-pub struct EditsOut<'a> {
-    pub edits: &'a [Edit],
-    pub moves: &'a [Move],
-}
-
 pub struct Outcome {
     pub graph: Graph,
     pub edits: Vec<Edit>,
@@ -39,10 +31,6 @@ impl Outcome {
             (Some(false), Some(k)) => texts.get(k as usize).map(AsRef::as_ref),
             _ => None,
         })
-    }
-
-    pub fn edits_out(&self) -> EditsOut<'_> {
-        EditsOut { edits: &self.edits, moves: &self.moves }
     }
 
     /// The region reports, then each pattern that occurs nowhere with its closest match.

@@ -2,7 +2,8 @@
 //! the checks of the host's edited graph.
 
 use super::fx::PyFxReader;
-use super::guard::{guarded, input_err, json, to_py};
+use super::guard::{guarded, input_err, to_py};
+use super::results::{PyEdit, PyMove, PyRegionMembers, PyRegionReport, PyRegionSummary};
 use crate::error::{Error, ErrorKind};
 use crate::graph;
 use crate::lowering::dot;
@@ -10,7 +11,7 @@ use crate::pass::{self, Analysis, MetaResult, Outcome};
 use crate::regions::selectors::{self, Selectors};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -48,14 +49,18 @@ fn consumed() -> PyErr {
 
 #[pymethods]
 impl PyAnalysis {
-    /// Regions with their boundaries, for running meta_impls: JSON list.
-    fn summary_json(&self) -> PyResult<String> {
-        guarded("Analysis.summary_json", "", || self.with(|a| json(&a.summary())))
+    /// Regions with their boundaries, for running meta_impls.
+    fn summary(&self, py: Python<'_>) -> PyResult<Vec<Py<PyRegionSummary>>> {
+        guarded("Analysis.summary", "", || {
+            self.with(|a| a.summary().iter().map(|r| PyRegionSummary::of(py, r)).collect())?
+        })
     }
 
-    /// Regions with their member node names (and why one was refused): JSON list.
-    fn members_json(&self) -> PyResult<String> {
-        guarded("Analysis.members_json", "", || self.with(|a| json(&a.members())))
+    /// Regions with their member node names (and why one was refused).
+    fn members(&self, py: Python<'_>) -> PyResult<Vec<Py<PyRegionMembers>>> {
+        guarded("Analysis.members", "", || {
+            self.with(|a| a.members().iter().map(|r| PyRegionMembers::of(py, r)).collect())?
+        })
     }
 
     /// Step 2 of the pass; `meta_json` maps region ids to {"ok": [outputs]} or {"error": "..."}.
@@ -79,18 +84,25 @@ struct PyOutcome {
 
 #[pymethods]
 impl PyOutcome {
-    fn edits_json(&self) -> PyResult<String> {
-        guarded("Outcome.edits_json", "", || Ok(json(&self.outcome.edits_out())))
+    /// What Python replays on its fx graph: one edit per outlined region, in order.
+    fn edits(&self, py: Python<'_>) -> PyResult<Vec<Py<PyEdit>>> {
+        guarded("Outcome.edits", "", || self.outcome.edits.iter().map(|e| PyEdit::of(py, e)).collect())
     }
-    fn report_json(&self) -> PyResult<String> {
-        guarded("Outcome.report_json", "", || Ok(json(&self.outcome.report)))
+    /// Nodes moved after every edit (a reader sat between members).
+    fn moves(&self, py: Python<'_>) -> PyResult<Vec<Py<PyMove>>> {
+        guarded("Outcome.moves", "", || self.outcome.moves.iter().map(|m| PyMove::of(py, m)).collect())
+    }
+    fn report(&self, py: Python<'_>) -> PyResult<Vec<Py<PyRegionReport>>> {
+        guarded("Outcome.report", "", || self.outcome.report.iter().map(|r| PyRegionReport::of(py, r)).collect())
     }
     fn report_text(&self) -> PyResult<String> {
         guarded("Outcome.report_text", "", || Ok(self.outcome.report_text()))
     }
-    /// Patterns that occur nowhere: JSON list of {"pattern", "closest"}.
-    fn unmatched_json(&self) -> PyResult<String> {
-        guarded("Outcome.unmatched_json", "", || Ok(json(&self.outcome.unmatched)))
+    /// Patterns that occur nowhere: (pattern, its closest partial match) each.
+    fn unmatched(&self) -> PyResult<Vec<(String, String)>> {
+        guarded("Outcome.unmatched", "", || {
+            Ok(self.outcome.unmatched.iter().map(|u| (u.pattern.clone(), u.closest.clone())).collect())
+        })
     }
     fn graph_json(&self) -> PyResult<String> {
         guarded("Outcome.graph_json", "", || {
@@ -116,8 +128,22 @@ impl PyOutcome {
             .map_err(to_py)
         })
     }
-    fn timings_json(&self) -> PyResult<String> {
-        guarded("Outcome.timings_json", "", || Ok(json(&self.outcome.timings)))
+    /// Milliseconds spent in each step, by step (`parse_ms`, ...).
+    fn timings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guarded("Outcome.timings", "", || {
+            let t = &self.outcome.timings;
+            let d = PyDict::new(py);
+            for (k, v) in [
+                ("parse_ms", t.parse_ms),
+                ("verify_ms", t.verify_ms),
+                ("select_ms", t.select_ms),
+                ("analyze_ms", t.analyze_ms),
+                ("outline_ms", t.outline_ms),
+            ] {
+                d.set_item(k, v)?;
+            }
+            Ok(d)
+        })
     }
     /// `check_delta` on the edited fx graph itself: `reader` (which read the graph before the
     /// edits) gives the node order and re-reads the nodes that changed. The nodes in `skip`

@@ -1,8 +1,10 @@
 """The bridge to the Rust core (``tta._core``, typed in ``_core.pyi``).
 
-Every call into the extension goes through this module: it encodes arguments, decodes the
-JSON the core returns into the dataclasses below, and turns ``_core.CoreError`` into
-``GraphError``. The rest of the package never sees JSON text from Rust or a raw CoreError.
+Every call into the extension goes through this module: it encodes arguments (graphs and
+declarations as JSON text: the fast path), hands on the typed result classes the core returns
+(``Port``, ``RegionReport``, ``Edit``, ``PtxEntry``, ... from ``_core``), and turns
+``_core.CoreError`` into ``GraphError``. The rest of the package never sees JSON text from Rust
+or a raw CoreError.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from .. import _core
@@ -24,10 +26,12 @@ def _compact(doc: Any) -> str:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses from here (and lists/dicts of them) as plain JSON values, unset fields left
-    out: what ``tta report --json`` prints."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if getattr(value, f.name) is not None}
+    """The extension's result classes and dataclasses (and lists/dicts of them) as plain JSON
+    values, unset fields left out: what ``tta report --json`` prints."""
+    if type(value).__module__ == _core.__name__ or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        # Both list their fields, in order, as __match_args__.
+        fields = type(value).__match_args__
+        return {f: to_jsonable(getattr(value, f)) for f in fields if getattr(value, f) is not None}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -52,147 +56,17 @@ def _calls_core(fn: Callable[..., _T]) -> Callable[..., _T]:
     return wrapper
 
 
-def _frozen(cls: type[_T], **fields: Any) -> _T:
-    """An instance of the frozen dataclass ``cls`` with every field given: what its ``__init__``
-    makes, without one ``object.__setattr__`` call per field (decoding a report makes
-    thousands of ports)."""
-    obj = object.__new__(cls)
-    obj.__dict__.update(fields)
-    return obj
+# -- results crossing the boundary -------------------------------------------------------------
+# Typed classes of the extension (src/python/results.rs, ptx.rs): frozen, a getter per field,
+# equal and hashed by field values like the dataclasses they replaced. Python never decodes them.
 
-
-# -- graph values crossing the boundary -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Port:
-    """A value crossing a region's boundary: a tensor (``dtype``, ``shape``) or an integer
-    (``expr``) produced outside the region. ``name`` is the node producing it."""
-
-    name: str
-    kind: str  # "tensor" | "sym_int"
-    dtype: str | None = None
-    shape: tuple[int | str, ...] = ()
-    expr: str | None = None
-    mutated: bool = False
-
-    @property
-    def is_tensor(self) -> bool:
-        return self.kind == "tensor"
-
-    @staticmethod
-    def decode(d: Mapping[str, Any]) -> "Port":
-        if d["kind"] == "tensor":
-            return _frozen(
-                Port, name=d["name"], kind="tensor", dtype=d["dtype"], shape=tuple(d["shape"]), expr=None, mutated=d.get("mutated", False)
-            )
-        return _frozen(Port, name=d["name"], kind=d["kind"], dtype=None, shape=(), expr=d["expr"], mutated=d.get("mutated", False))
-
-    def signature(self) -> tuple:
-        """What makes two ports interchangeable for a plugin (everything but the node name)."""
-        return (self.kind, self.dtype, self.shape, self.expr, self.mutated)
-
-
-@dataclass(frozen=True)
-class Origin:
-    """What chose a region: a ``lower_as`` annotation, a module selector or a pattern."""
-
-    kind: str  # "annotation" | "module" | "pattern"
-    selector: str | None = None  # module selectors: the type or path prefix
-    path: str | None = None  # module selectors: the module's path
-    pattern: str | None = None  # pattern selectors: the pattern's name
-
-    @staticmethod
-    def decode(d: Mapping[str, Any]) -> "Origin":
-        return _frozen(Origin, kind=d["kind"], selector=d.get("selector"), path=d.get("path"), pattern=d.get("pattern"))
-
-
-@dataclass(frozen=True)
-class RegionSummary:
-    """A region between the two steps of the pass: its boundary, for running ``meta_impl``."""
-
-    id: str
-    impl: str
-    valid: bool
-    inputs: tuple[Port, ...]
-    outputs: tuple[Port, ...]
-
-
-@dataclass(frozen=True)
-class RegionMembers:
-    """A region's member nodes, and why it was refused before outlining (None when valid)."""
-
-    id: str
-    nodes: tuple[str, ...]
-    reason: str | None = None
-
-
-@dataclass
-class RegionReport:
-    """The pass's verdict on one region: the op that replaced it, or why it was refused."""
-
-    id: str
-    impl: str
-    origin: Origin
-    source: str | None
-    status: str  # "outlined" | "refused"
-    nodes: list[str]
-    inputs: list[Port]
-    outputs: list[Port]
-    reason: str | None = None
-    op: str | None = None
-    node: str | None = None
-    # Export's untagged checks of a value inside the region (assertions and the nodes only they
-    # read, such as `sym_size` -> `le`), taken into it.
-    absorbed: list[str] = field(default_factory=list)
-
-    @property
-    def outlined(self) -> bool:
-        return self.status == "outlined"
-
-    @staticmethod
-    def decode(d: Mapping[str, Any]) -> "RegionReport":
-        return RegionReport(
-            id=d["id"],
-            impl=d["impl"],
-            origin=Origin.decode(d["origin"]),
-            source=d.get("source"),
-            status=d["status"],
-            nodes=list(d["nodes"]),
-            inputs=[Port.decode(p) for p in d["inputs"]],
-            outputs=[Port.decode(p) for p in d["outputs"]],
-            reason=d.get("reason"),
-            op=d.get("op"),
-            node=d.get("node"),
-            absorbed=list(d.get("absorbed", ())),
-        )
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One outlined region, as the fx graph replays it: insert ``node`` (a call of ``op`` on
-    ``inputs``) after ``after``, then ``getitems``; point readers of ``outputs`` at them; erase
-    ``remove``."""
-
-    region: str
-    op: str
-    node: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    getitems: tuple[str, ...]
-    mutated: tuple[int, ...]
-    after: str
-    remove: tuple[str, ...]
-    # Sizes the region reads that the op derives from an input's shape: (node, input number, dim).
-    derived: tuple[tuple[str, int, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class Move:
-    """After every edit: ``node`` goes right after ``after`` (a reader sat between members)."""
-
-    node: str
-    after: str
+Port = _core.Port
+Origin = _core.Origin
+RegionReport = _core.RegionReport
+RegionSummary = _core.RegionSummary
+RegionMembers = _core.RegionMembers
+Edit = _core.Edit
+Move = _core.Move
 
 
 @dataclass(frozen=True)
@@ -213,43 +87,25 @@ class Outcome:
     def __init__(self, raw: _core.Outcome):
         self._raw = raw
 
-    # Decoded when first read: a caller that only wants the report or the graph (find_regions,
+    # Built when first read: a caller that only wants the report or the graph (find_regions,
     # `tta report`) never pays for a thousand regions' edits.
     @functools.cached_property
-    def _edits_doc(self) -> dict:
-        return json.loads(self._raw.edits_json())
-
-    @functools.cached_property
     def edits(self) -> list[Edit]:
-        return [
-            Edit(
-                e["region"],
-                e["op"],
-                e["node"],
-                tuple(e["inputs"]),
-                tuple(e["outputs"]),
-                tuple(e["getitems"]),
-                tuple(e["mutated"]),
-                e["after"],
-                tuple(e["remove"]),
-                tuple((d["node"], d["input"], d["dim"]) for d in e.get("derived", ())),
-            )
-            for e in self._edits_doc["edits"]
-        ]
+        return self._raw.edits()
 
     @functools.cached_property
     def moves(self) -> list[Move]:
-        return [Move(m["node"], m["after"]) for m in self._edits_doc["moves"]]
+        return self._raw.moves()
 
     def report(self) -> list[RegionReport]:
-        return [RegionReport.decode(r) for r in json.loads(self._raw.report_json())]
+        return self._raw.report()
 
     def report_text(self) -> str:
         return self._raw.report_text()
 
     def unmatched(self) -> dict[str, str]:
         """Pattern label -> its closest partial match, for each pattern that occurs nowhere."""
-        return {u["pattern"]: u["closest"] for u in json.loads(self._raw.unmatched_json())}
+        return dict(self._raw.unmatched())
 
     def graph_json(self) -> str:
         return self._raw.graph_json()
@@ -266,7 +122,7 @@ class Outcome:
         return self._raw.dot(graph_json, max_nodes, base_dir)
 
     def timings(self) -> dict[str, float]:
-        return json.loads(self._raw.timings_json())
+        return self._raw.timings()
 
     @_calls_core
     def check_fx(self, reader: "FxReader", nodes: Any, skip: Sequence[Any] = ()) -> None:
@@ -289,24 +145,11 @@ class Analysis:
 
     @_calls_core
     def summary(self) -> list[RegionSummary]:
-        return [
-            _frozen(
-                RegionSummary,
-                id=r["id"],
-                impl=r["impl"],
-                valid=r["valid"],
-                inputs=tuple(Port.decode(p) for p in r["inputs"]),
-                outputs=tuple(Port.decode(p) for p in r["outputs"]),
-            )
-            for r in json.loads(self._raw.summary_json())
-        ]
+        return self._raw.summary()
 
     @_calls_core
     def members(self) -> list[RegionMembers]:
-        return [
-            _frozen(RegionMembers, id=r["id"], nodes=tuple(r["nodes"]), reason=r.get("reason"))
-            for r in json.loads(self._raw.members_json())
-        ]
+        return self._raw.members()
 
     @_calls_core
     def outline(self, meta: Mapping[str, Sequence[MetaOutput] | str] | None = None) -> Outcome:
@@ -392,87 +235,17 @@ def trtp_expr(text: str, leaves: Mapping[str, str] | None = None) -> str:
 # -- PTX and CUBIN ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PtxParam:
-    name: str
-    ty: str  # ".u64", ".u32", ".b8" (byte arrays) ...
-    size: int
-    array_len: int | None = None
-    align: int | None = None
-    ptr_space: str | None = None  # ".global" for a ``.ptr.global`` pointer
-    is_ptr: bool = False
-    hidden: bool = False  # a parameter the compiler added (not in the user's signature)
-
-
-@dataclass(frozen=True)
-class PtxEntry:
-    name: str
-    visible: bool
-    params: tuple[PtxParam, ...]
-    reqntid: tuple[int, ...] | None
-    maxntid: tuple[int, ...] | None
-    language: int | None
-    directives: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PtxModule:
-    version: str
-    target: tuple[str, ...]
-    address_size: int | None
-    entries: tuple[PtxEntry, ...]
-    has_intermediate_source: bool
-
-    def entry(self, name: str) -> PtxEntry:
-        for e in self.entries:
-            if e.name == name:
-                return e
-        raise KeyError(name)
-
-
-def _entry(e: Mapping[str, Any]) -> PtxEntry:
-    params = tuple(
-        PtxParam(
-            p["name"],
-            p["ty"],
-            p["size"],
-            p.get("array_len"),
-            p.get("align"),
-            (p.get("ptr") or {}).get("space"),
-            p.get("ptr") is not None,
-            p.get("hidden", False),
-        )
-        for p in e["params"]
-    )
-    opt = lambda v: None if v is None else tuple(v)  # noqa: E731
-    return PtxEntry(
-        e["name"], e["visible"], params, opt(e.get("reqntid")), opt(e.get("maxntid")), e.get("language"), tuple(e.get("directives", ()))
-    )
+PtxParam = _core.PtxParam
+PtxEntry = _core.PtxEntry
+PtxModule = _core.PtxModule
+QdpSlots = _core.QdpSlots
+CubinParam = _core.CubinParam
 
 
 @_calls_core
 def ptx_parse(ptx: str) -> PtxModule:
     """Header and entries of a PTX module."""
-    d = json.loads(_core.ptx_parse(ptx))
-    return PtxModule(
-        d["version"],
-        tuple(d["target"]),
-        d.get("address_size"),
-        tuple(_entry(e) for e in d["entries"]),
-        d.get("has_intermediate_source", False),
-    )
-
-
-@dataclass(frozen=True)
-class QdpSlots:
-    """How many parameters of each kind the QDP order has: (inputs, extras, outputs)."""
-
-    inputs: int
-    extras: int
-    outputs: int
-
-    def encode(self) -> dict[str, int]:
-        return {"inputs": self.inputs, "extras": self.extras, "outputs": self.outputs}
+    return _core.ptx_parse(ptx)
 
 
 ParamRole = tuple[str, int]
@@ -483,8 +256,7 @@ ParamRole = tuple[str, int]
 def qdp_layout(roles: Sequence[ParamRole]) -> tuple[list[int], QdpSlots]:
     """The permutation into the QDP order (new i = old order[i]) and the slots of parameters
     with these roles, in declaration order."""
-    d = json.loads(_core.ptx_qdp_layout(_compact([list(r) for r in roles])))
-    return d["order"], QdpSlots(**d["slots"])
+    return _core.ptx_qdp_layout(_compact([list(r) for r in roles]))
 
 
 @_calls_core
@@ -515,15 +287,14 @@ def ptx_to_qdp_abi(
         spec["slots"] = slots.encode()
     if max_version is not None:
         spec["max_version"] = max_version
-    out = json.loads(_core.ptx_to_qdp_abi(ptx, _compact(spec)))
-    return out["ptx"], _entry(out["entry"])
+    return _core.ptx_to_qdp_abi(ptx, _compact(spec))
 
 
 @_calls_core
 def check_cubin_slots(cubin: bytes, entry: str, slots: QdpSlots) -> None:
     """Raise unless the parameter layout ptxas recorded for ``entry`` is TensorRT's for
     ``slots``: 8-byte pointers around 4-byte int32 extras."""
-    _core.ptx_check_cubin_slots(cubin, entry, _compact(slots.encode()))
+    _core.ptx_check_cubin_slots(cubin, entry, slots)
 
 
 @_calls_core
@@ -545,18 +316,10 @@ def ptx_from_cubin(cubin: bytes) -> str:
     return _core.ptx_from_cubin(cubin)
 
 
-@dataclass(frozen=True)
-class CubinParam:
-    ordinal: int
-    offset: int
-    size: int
-
-
 @_calls_core
 def cubin_params(cubin: bytes, entry: str) -> list[CubinParam]:
     """Parameter layout of kernel ``entry`` in a CUBIN, in parameter order."""
-    params = [CubinParam(p["ordinal"], p["offset"], p["size"]) for p in json.loads(_core.ptx_cubin_params(cubin, entry))]
-    return sorted(params, key=lambda p: p.ordinal)
+    return sorted(_core.ptx_cubin_params(cubin, entry), key=lambda p: p.ordinal)
 
 
 @_calls_core
