@@ -225,7 +225,7 @@ def test_int_argument_computed_from_shapes_refused():
 
     from tta.trt import converter
 
-    tta.custom_op("tta_refused::sized", kernel=tta.triton(ex.launch_flatten_scale, configs=[{"BLOCK": 256}]))
+    op = tta.custom_op("tta_refused::sized", kernel=tta.triton(ex.launch_flatten_scale, configs=[{"BLOCK": 256}]))
 
     class M(nn.Module):
         def forward(self, x):
@@ -237,7 +237,7 @@ def test_int_argument_computed_from_shapes_refused():
     ctx = SimpleNamespace(current_node=node, net=None, compilation_settings=None)
     args = (trt.ITensor("x", [-1, 4], trt.float32), trt.ITensor("n", [], trt.int64))
     with pytest.raises(tta.PluginError, match=r"tta_refused::sized .*argument n is computed from the model's tensors or shapes"):
-        converter.convert_custom_op(ctx, node.target, args, {}, node.name)
+        converter.convert_custom_op(op, ctx, node.target, args, {}, node.name)
 
 
 def test_same_call_again_is_a_no_op_other_kernels_an_error():
