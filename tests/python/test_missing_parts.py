@@ -134,6 +134,6 @@ def _never(x, out, *, BLOCK: int = 128):
 
 def test_custom_op_without_tensorrt(monkeypatch):
     _hide(monkeypatch, "torch_tensorrt", "tensorrt", "tensorrt.plugin")
-    with pytest.raises(MissingPackageError, match=r"tta.custom_op\('tta_missing_parts::scale2'\) needs Torch-TensorRT") as info:
+    with pytest.raises(MissingPackageError, match=r"tta.custom_op\('tta_missing_parts::scale2'\) needs TensorRT's Python package") as info:
         tta.custom_op("tta_missing_parts::scale2", kernel=tta.triton(_never, configs=[{"BLOCK": 128}]))
     assert "pip install tensorrt" in str(info.value) and sys.prefix in str(info.value)

@@ -145,9 +145,9 @@ def custom_op(
 
     sig = custom_op_schema.signature(op_name)
     where = f"tta.custom_op({op_name!r})"
-    # What it makes, a Torch-TensorRT converter and a TensorRT AOT plugin, needs both packages.
-    # (The plugin alone, for TensorRT's own network API: tta.trt.qdp.define.)
-    require(("torch_tensorrt", "tensorrt", "tensorrt.plugin"), where)
+    # The TensorRT AOT plugin needs tensorrt.plugin; Torch-TensorRT is optional: without it the
+    # plugins serve TensorRT's own network API and no converter is registered.
+    require(("tensorrt", "tensorrt.plugin"), where)
     if kernel is None:
         given = (
             ""
@@ -200,9 +200,14 @@ def custom_op(
             )
         entry = CustomOp(signature=sig, kernels=kernels, converter=converter)
         _ops[op_name] = entry
-    from . import converter as trt_converter
+    import importlib.util
 
-    trt_converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
+    # Without Torch-TensorRT there is no converter to register; the plugins still serve
+    # TensorRT's own network API (``trtp.op.tta.<variant>``, ``CustomOp.plugin_name``).
+    if importlib.util.find_spec("torch_tensorrt") is not None:
+        from . import converter as trt_converter
+
+        trt_converter.register_custom_op(entry, capability_validator, priority, supports_dynamic_shapes)
     return entry
 
 
