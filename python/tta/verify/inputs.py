@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
+from ..aot.compile import export_ranges
 from ..common import bridge as core
 from ..common.dtypes import torch_dtype
 
@@ -55,9 +56,9 @@ def symbol_ranges(program: Any) -> dict[str, tuple[int, int | None]]:
         if sym is not None:
             env = sym.node.shape_env
             break
-    for source in (getattr(env, "var_to_range", None) or {}, getattr(program, "range_constraints", None) or {}):
-        for sym, vr in source.items():
-            out[str(sym)] = (_finite(vr.lower) or 0, _finite(vr.upper))
+    for sym, vr in (getattr(env, "var_to_range", None) or {}).items():
+        out[str(sym)] = (_finite(vr.lower) or 0, _finite(vr.upper))
+    out.update(export_ranges(program))  # the ranges compile_kernels bounds the kernels' dims with
     return out
 
 
