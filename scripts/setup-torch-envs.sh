@@ -30,13 +30,13 @@ PYEOF
 
 # Triton 3.6's interpreter turns a one-element array into an int (tl.program_id used as a loop
 # bound), which NumPy 2.4 refuses; Triton 3.8 squeezes first. Only the interpreter needs the pin.
-make_env .venv-torch2.11 "torch==2.11.*" "numpy<2.4" "pytest>=8"
+make_env .venv-torch2.11 "torch==2.11.*" "numpy<2.4" "pytest>=8" "pytest-timeout>=2.3"
 # The Liger example kernels (plain Triton); --no-deps keeps each environment's torch and triton.
 .venv-torch2.11/bin/python -m pip install -q --no-deps liger-kernel
 
 TRT_OLD=11.1.0.106   # Torch-TensorRT 2.14's pin
 TRT_NEW=11.4.0.106   # the newest tensorrt.plugin package
-make_env .venv-torch2.14 "torch==2.14.*" numpy "pytest>=8" "packaging>=23" dllist psutil
+make_env .venv-torch2.14 "torch==2.14.*" numpy "pytest>=8" "pytest-timeout>=2.3" "packaging>=23" dllist psutil
 D=.venv-torch2.14
 "$D/bin/python" -m pip install -q --no-deps liger-kernel
 SITE=$("$D/bin/python" -c 'import site; print(site.getsitepackages()[0])')

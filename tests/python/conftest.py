@@ -60,3 +60,51 @@ def pytest_collection_modifyitems(items):
     for item in items:
         for marker in NEEDS.get(item.path.name, {}):
             item.add_marker(marker)
+
+
+def pytest_runtest_logstart(nodeid, location):
+    # scripts/test.sh names the test that was running when a step passes its time limit.
+    current = os.environ.get("TTA_TEST_CURRENT")
+    if current:
+        with open(current, "w") as f:
+            f.write(nodeid + "\n")
+
+
+# With TTA_FORBID_KERNEL_COMPILE=1 (`scripts/test.sh --quick`, which deselects `kernels`), a test
+# that compiles a kernel without the `kernels` marker fails, so the quick selection stays honest.
+# The check wraps the compile entries for the whole session: fixtures of any scope that compile
+# run inside some test's protocol and are charged to it.
+_running: list = [None]
+
+
+def _refuse_unmarked(fn):
+    def checked(*args, **kwargs):
+        item = _running[0]
+        if item is not None and item.get_closest_marker("kernels") is None:
+            raise AssertionError(f"{item.nodeid} compiles a kernel: mark it `kernels` (pytest.mark.kernels)")
+        return fn(*args, **kwargs)
+
+    return checked
+
+
+def pytest_configure(config):
+    if os.environ.get("TTA_FORBID_KERNEL_COMPILE") != "1":
+        return
+    import tta.aot.compile as aot_compile
+
+    for name in ("task_key", "_compile_one"):  # every compile through tta.aot, cached or not
+        setattr(aot_compile, name, _refuse_unmarked(getattr(aot_compile, name)))
+    try:
+        import triton
+    except ImportError:
+        return
+    triton.compile = _refuse_unmarked(triton.compile)  # Triton's own compile, as tests call it
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _running[0] = item
+    try:
+        return (yield)
+    finally:
+        _running[0] = None

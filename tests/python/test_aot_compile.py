@@ -23,6 +23,7 @@ def _tasks():
 
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
+@pytest.mark.kernels
 def test_parallel_compile_equals_serial(pool, capsys):
     tasks = _tasks()
     serial = C.run_tasks(tasks, pool="serial", progress=False)
@@ -33,6 +34,7 @@ def test_parallel_compile_equals_serial(pool, capsys):
     assert err.count("tta: compiled") == len(tasks) and f"{len(tasks)}/{len(tasks)}" in err
 
 
+@pytest.mark.kernels
 def test_errors_in_worker_processes_reach_the_caller():
     ex = by_name("triton_softmax")
     bad = C.Task(
@@ -42,11 +44,13 @@ def test_errors_in_worker_processes_reach_the_caller():
         C.run_tasks([bad, bad], jobs=2, pool="process", progress=False)
 
 
+@pytest.mark.torch_independent
 def test_unknown_backend():
     with pytest.raises(PluginError, match="unknown kernel backend"):
         driver.backend("cuda_c")
 
 
+@pytest.mark.kernels
 def test_compile_plugin_uses_meta_impl_or_output_metas():
     ex = by_name("triton_add_relu")
     plugin = ex.plugin()
@@ -63,6 +67,7 @@ def test_compile_plugin_uses_meta_impl_or_output_metas():
         C.compile_plugin(no_meta, metas, cache=False)
 
 
+@pytest.mark.kernels
 def test_conformance_runner_plumbing_without_a_gpu(tmp_path):
     """The isolated runner (one child process per backend, rows streamed back) reports every
     case of the manifest; on a machine without a GPU each one is an error saying why."""

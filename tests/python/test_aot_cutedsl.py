@@ -26,6 +26,7 @@ CASES = [(ex.name, dt) for ex in EXAMPLES for dt in ex.dtypes]
 IDS = [f"{n}-{str(d)[6:]}" for n, d in CASES]
 
 
+@pytest.mark.torch_independent
 def test_every_example_is_covered():
     assert {ex.name for ex in EXAMPLES} == {"cutedsl_add_relu", "cutedsl_rmsnorm", "cutedsl_tensor_add_relu"}
     for ex in EXAMPLES:
@@ -47,6 +48,7 @@ def _eval(expr: str, env: dict) -> int:
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+@pytest.mark.kernels
 def test_qdp_abi_on_real_ptx(compiled, name, dtype):
     ex = by_name(name)
     n_in = len(ex.input_metas(dtype))
@@ -93,6 +95,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+@pytest.mark.kernels
 def test_grid_extras_and_smem_for_concrete_sizes(compiled, name, dtype):
     ex = by_name(name)
     for k in compiled[(name, dtype)]:
@@ -108,6 +111,7 @@ def test_grid_extras_and_smem_for_concrete_sizes(compiled, name, dtype):
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+@pytest.mark.kernels
 def test_host_arguments_match_a_concrete_call(compiled, name, dtype):
     """Call the launch function on real (CPU) tensors with the host call intercepted: the int
     arguments it computes equal the recorded expressions, the pointers are the right ports."""
@@ -134,6 +138,7 @@ def testexpressions_render_for_tensorrt(compiled):
     assert expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
 
 
+@pytest.mark.kernels
 def test_ptx_newer_than_the_driver_is_shipped_as_cubin():
     # max_ptx 8.0 < the cu12 flavour's 8.8: the permuted PTX is assembled for sm_90a instead.
     ex = by_name("cutedsl_rmsnorm")
@@ -150,6 +155,7 @@ def _compile(fn, n_inputs=1, config=None, max_ptx=90):
     return compile_spec(spec, config or {}, metas, lambda x, *_: x.new_empty(x.shape), 90, max_ptx)
 
 
+@pytest.mark.kernels
 def test_compile_then_call_is_recorded_like_a_direct_call():
     k = _compile(cases.launch_via_compile, n_inputs=2)
     ex = by_name("cutedsl_add_relu")
@@ -157,6 +163,7 @@ def test_compile_then_call_is_recorded_like_a_direct_call():
     assert (k.grid, k.extras, k.block, k.code) == (direct.grid, direct.extras, direct.block, direct.code)
 
 
+@pytest.mark.kernels
 def test_a_stream_argument_stays_on_the_host():
     # cutlass.torch.current_stream() works without a GPU while recording; the stream is a host
     # argument, not a kernel parameter (TensorRT launches on its own stream).
@@ -182,11 +189,13 @@ def test_a_stream_argument_stays_on_the_host():
         (cases.launch_wrong_dtype, 1, "as Float16; use Float32"),
     ],
 )
+@pytest.mark.kernels
 def test_refuses_what_tensorrt_cannot_launch(fn, n_inputs, message):
     with pytest.raises(PluginError, match=message):
         _compile(fn, n_inputs=n_inputs)
 
 
+@pytest.mark.kernels
 def test_tensor_parameters_get_a_pointer_abi_entry():
     """A kernel taking cute.Tensor parameters, launched with from_dlpack: the generated entry
     takes pointers and int32 extras; a dim static in the plugin's signature is compiled in."""

@@ -26,6 +26,7 @@ CASES = [(ex.name, dt) for ex in EXAMPLES for dt in ex.dtypes]
 IDS = [f"{n}-{str(d)[6:]}" for n, d in CASES]
 
 
+@pytest.mark.torch_independent
 def test_every_example_is_covered():
     assert {ex.name for ex in EXAMPLES} == {"cutile_add_relu", "cutile_rmsnorm"}
     for ex in EXAMPLES:
@@ -47,6 +48,7 @@ def _eval(expr: str, env: dict) -> int:
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+@pytest.mark.kernels
 def test_qdp_abi_on_real_cubin(compiled, name, dtype):
     ex = by_name(name)
     n_in = len(ex.input_metas(dtype))
@@ -72,6 +74,7 @@ def test_qdp_abi_on_real_cubin(compiled, name, dtype):
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=IDS)
+@pytest.mark.kernels
 def test_extras_and_grid_match_a_concrete_launch(compiled, name, dtype):
     """Run the launch function on real (CPU) tensors of each test size with ct.launch
     intercepted, and compare what cuTile would have been given with the compiled expressions."""
@@ -113,6 +116,7 @@ def testexpressions_render_for_tensorrt(compiled):
     assert expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
 
 
+@pytest.mark.kernels
 def test_entry_rebuilds_the_native_arrays(compiled):
     k = compiled[("cutile_rmsnorm", torch.bfloat16)][0]
     # x is viewed as [rows, n], w is [n]; the unit strides and eps/TILE_N are compiled in.
@@ -133,6 +137,7 @@ def _compile(fn, n_inputs=1, config=None, **options):
     return compile_spec(spec, config or {}, metas, lambda x, *_: x.new_empty(x.shape), 90, 90, **options)
 
 
+@pytest.mark.kernels
 def test_an_input_the_kernel_ignores_still_gets_its_pointer():
     k = _compile(cases.launch_copy_ignoring_y, n_inputs=2)
     entry = ptxabi.entry_of(core.ptx_from_cubin(k.code), k.entry)
@@ -140,6 +145,7 @@ def test_an_input_the_kernel_ignores_still_gets_its_pointer():
     assert k.extras == ("i0_0*i0_1",)
 
 
+@pytest.mark.kernels
 def test_runtime_int_is_an_extra_and_float_is_compiled_in():
     k = _compile(cases.launch_scale)
     # n, x.view(-1).shape and out.view(-1).shape are one expression: one extra.
@@ -160,11 +166,13 @@ def test_runtime_int_is_an_extra_and_float_is_compiled_in():
         (cases.launch_offset_view, "at another offset"),
     ],
 )
+@pytest.mark.kernels
 def test_refuses_what_tensorrt_cannot_launch(fn, message):
     with pytest.raises(PluginError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _compile(fn)
 
 
+@pytest.mark.kernels
 def test_refuses_hidden_tma_parameters():
     # Assuming 16-byte aligned buffers lets tileiras load the weight with TMA, whose tensor-map
     # descriptor is a hidden kernel parameter TensorRT does not pass.
@@ -173,12 +181,14 @@ def test_refuses_hidden_tma_parameters():
         compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 90, pointer_divisibility=16)
 
 
+@pytest.mark.torch_independent
 def test_toolchain_names_a_tileiras_for_sm90():
     info = cutile.toolchain()
     major, minor = map(int, info["tileiras"].split("."))
     assert (major, minor) >= (13, 3), info
 
 
+@pytest.mark.kernels
 def test_inductor_kernel_bundle_of_a_cutile_plugin(tmp_path):
     """What the Inductor backend launches for a cuTile region (tta_cubin::<op>): its kernels
     compiled here per plugin name, one per config, saved and read back; the launcher picks by

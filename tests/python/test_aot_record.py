@@ -236,6 +236,7 @@ def test_interception_is_per_thread_and_restored():
     assert JITFunction.run is original
 
 
+@pytest.mark.torch_independent
 def test_shape_expressions_evaluate_without_python_eval():
     import sympy
 

@@ -53,6 +53,7 @@ def compiled(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name, dtype", CASES, ids=[f"{n}-{str(d)[6:]}" for n, d in CASES])
+@pytest.mark.kernels
 def test_qdp_abi_on_real_ptx(compiled, name, dtype):
     ex = by_name(name)
     kernels = compiled[(name, dtype)]
@@ -92,6 +93,7 @@ def test_qdp_abi_on_real_ptx(compiled, name, dtype):
         assert k.output_dtypes == tuple(str(r.dtype)[6:] for r in (ref if isinstance(ref, tuple) else (ref,)))
 
 
+@pytest.mark.kernels
 def test_each_config_is_its_own_specialization(compiled):
     k1, k2 = compiled[("triton_softmax", torch.float16)]
     assert k1.meta["constexprs"]["BLOCK"] == 1024 and k2.meta["constexprs"]["BLOCK"] == 2048
@@ -100,6 +102,7 @@ def test_each_config_is_its_own_specialization(compiled):
     assert k1.code != k2.code
 
 
+@pytest.mark.kernels
 def test_no_divisibility_hints_unless_asked():
     """The AOT signature carries no tt.divisibility: a kernel whose only fast path would come from
     such hints stays scalar; the explicit opt-in turns it on (so the attrs do reach Triton)."""
@@ -113,6 +116,7 @@ def test_no_divisibility_hints_unless_asked():
     assert "ld.global.v4" in hinted
 
 
+@pytest.mark.kernels
 def test_runtime_alignment_check_gives_a_vector_path_without_hints(compiled):
     """The examples check alignment at run time; their aligned branch is vectorized."""
     for name in ("triton_add_relu", "triton_rmsnorm", "triton_softmax"):
@@ -120,6 +124,7 @@ def test_runtime_alignment_check_gives_a_vector_path_without_hints(compiled):
         assert "ld.global.v4" in ptx and re.search(r"ld\.global(\.[a-z]+)*\.b16", ptx), name
 
 
+@pytest.mark.kernels
 def test_ptx_version_cap():
     ex = by_name("triton_add_relu")
     metas = ex.input_metas(torch.float32)
@@ -132,6 +137,7 @@ def test_ptx_version_cap():
     assert tb.ptx_version_option(90, 200) is None  # never raise the ISA above what ptxas emits
 
 
+@pytest.mark.kernels
 def test_too_new_ptx_is_refused_by_the_rust_check():
     ex = by_name("triton_add_relu")
     k = compile_specs([ex.spec()], ex.input_metas(torch.float32), ex.meta, max_ptx=None, cache=False, progress=False)[0]
@@ -141,6 +147,7 @@ def test_too_new_ptx_is_refused_by_the_rust_check():
         ptxabi.to_qdp_abi(k.code.decode(), entry=k.entry, slots=QdpSlots(2, 1, 1), max_ptx=80)
 
 
+@pytest.mark.torch_independent
 def test_scratch_kernels_are_refused():
     class MD:
         num_ctas = 1
@@ -151,6 +158,7 @@ def test_scratch_kernels_are_refused():
         tb._check_launchable(MD(), "k")
 
 
+@pytest.mark.torch_independent
 def test_max_ptx_for_driver():
     assert ptxabi.max_ptx_for_driver("13.0") == 90
     assert ptxabi.max_ptx_for_driver("12.8") == 87

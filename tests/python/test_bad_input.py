@@ -27,6 +27,7 @@ def plugin(name="p", **kw):
 # -- lower_as ---------------------------------------------------------------------------------
 
 
+@pytest.mark.torch_independent
 def test_lower_as_takes_a_plugin():
     with pytest.raises(tta.PluginError, match=r"^lower_as\(impl=\.\.\.\) takes a tta\.custom_plugin\(\.\.\.\), got str$"):
         tta.lower_as("rmsnorm")
@@ -34,6 +35,7 @@ def test_lower_as_takes_a_plugin():
         tta.lower_as(plugin(), name=3)
 
 
+@pytest.mark.torch_independent
 def test_lower_as_decorates_functions_only():
     with pytest.raises(tta.AnnotationError, match=r"^@tta\.lower_as\(\.\.\.\) decorates a function, got int$"):
         tta.lower_as(plugin())(3)
@@ -145,6 +147,7 @@ def launch(x, out, *, BLOCK=128):
         ),
     ],
 )
+@pytest.mark.torch_independent
 def test_plugin_and_spec_validation(call, message):
     with pytest.raises(tta.PluginError, match=message):
         call()
@@ -165,6 +168,7 @@ def test_plugin_and_spec_validation(call, message):
         (lambda: tta.find_regions(nn.ReLU()), "tta.find_regions takes an ExportedProgram or a GraphModule, got ReLU"),
     ],
 )
+@pytest.mark.torch_independent
 def test_entry_points_name_what_they_take(call, what):
     with pytest.raises(TypeError, match=f"^{re.escape(what)}$"):
         call()
@@ -320,6 +324,7 @@ def test_compile_kernels_refuses_integer_inputs():
         ("s0 $ 1", 'shape expression "s0 $ 1": unexpected character `$`'),
     ],
 )
+@pytest.mark.torch_independent
 def test_shape_expression_errors_quote_the_text_not_rust(text, message):
     from tta import _core
 

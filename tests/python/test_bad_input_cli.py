@@ -28,6 +28,7 @@ def run_cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.torch_independent
 def test_report_runs_without_importing_torch():
     out = run_cli("report", FIXTURE)
     assert out.returncode == 0, out.stderr
@@ -48,6 +49,7 @@ def test_report_runs_without_importing_torch():
         ('{"format": "tta-graph", "version": 99, "nodes": []}', 'expected format "tta-graph" version 1, got "tta-graph" version 99'),
     ],
 )
+@pytest.mark.torch_independent
 def test_report_on_bad_files_prints_one_line(tmp_path, content, message):
     path = tmp_path / "g.json"
     path.write_bytes(content.encode("latin-1"))
@@ -58,6 +60,7 @@ def test_report_on_bad_files_prints_one_line(tmp_path, content, message):
     assert out.stdout == ""
 
 
+@pytest.mark.torch_independent
 def test_report_on_missing_files_and_a_broken_impls_file(tmp_path, capsys):
     missing = str(tmp_path / "nope.json")
     assert cli.main(["report", missing]) == 2
@@ -77,6 +80,7 @@ def test_report_on_missing_files_and_a_broken_impls_file(tmp_path, capsys):
     assert err.startswith(f"tta report: error: {FIXTURE}: ") and err.count("\n") == 1, err
 
 
+@pytest.mark.torch_independent
 def test_report_names_the_node_and_source_of_a_broken_graph(tmp_path, capsys):
     doc = json.load(open(FIXTURE))
     graph = doc["graph"]

@@ -19,6 +19,7 @@ from tta.declare.specs import triton as triton_spec
 from tta.examples.kernels import by_name
 
 
+@pytest.mark.torch_independent
 def test_put_get_roundtrip_and_miss(tmp_path):
     c = Cache(tmp_path)
     key = digest({"a": 1})
@@ -28,6 +29,7 @@ def test_put_get_roundtrip_and_miss(tmp_path):
     assert digest({"a": 1, "b": 2}) == digest({"b": 2, "a": 1}) != digest({"a": 1, "b": 3})
 
 
+@pytest.mark.torch_independent
 def test_default_dir_follows_env(monkeypatch, tmp_path):
     monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path / "here"))
     assert Cache().root == tmp_path / "here"
@@ -37,6 +39,7 @@ def test_default_dir_follows_env(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "key", "garbage"])
+@pytest.mark.torch_independent
 def test_corrupt_entries_are_detected_warned_and_removed(tmp_path, damage):
     c = Cache(tmp_path)
     key = digest("k")
@@ -75,6 +78,7 @@ def _writer(root, worker, rounds):
     return bad
 
 
+@pytest.mark.torch_independent
 def test_concurrent_writers_never_expose_partial_entries(tmp_path):
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(4) as pool:
@@ -91,6 +95,7 @@ def _metas(ex, dt=torch.float16):
     return ex.input_metas(dt)
 
 
+@pytest.mark.kernels
 def test_compile_specs_hits_the_cache_and_keys_cover_inputs(tmp_path, monkeypatch):
     ex = by_name("triton_softmax")
     cache = Cache(tmp_path)
@@ -123,6 +128,8 @@ def test_compile_specs_hits_the_cache_and_keys_cover_inputs(tmp_path, monkeypatc
         C.compile_specs([triton_spec(ex.launch_fn, [{"BLOCK": 4096}])], _metas(ex), ex.meta, cache=Cache(tmp_path), progress=False)
 
 
+@pytest.mark.torch_independent
+@pytest.mark.kernels
 def test_an_edited_kernel_in_another_module_changes_the_key(tmp_path, monkeypatch):
     # The launch function's own text and module stay the same; only the kernel it launches
     # (defined elsewhere, reached through a host function of a third module) is edited.
@@ -145,6 +152,7 @@ def test_an_edited_kernel_in_another_module_changes_the_key(tmp_path, monkeypatc
     assert key() != before
 
 
+@pytest.mark.kernels
 def test_a_cache_entry_never_decides_what_is_imported(tmp_path, monkeypatch):
     # An entry may name modules (old entries recorded kernel "sources"); loading it must not
     # import them: what runs is what the caller passed.
@@ -170,6 +178,7 @@ def test_a_cache_entry_never_decides_what_is_imported(tmp_path, monkeypatch):
     assert again.code == k.code and "planted_module" not in sys.modules
 
 
+@pytest.mark.kernels
 def test_corrupt_compiled_entry_is_rebuilt(tmp_path):
     ex = by_name("triton_softmax")
     first = C.compile_specs([ex.spec()], _metas(ex), ex.meta, cache=Cache(tmp_path), progress=False)
@@ -185,6 +194,7 @@ def test_corrupt_compiled_entry_is_rebuilt(tmp_path):
     assert all(Cache(tmp_path).get(p.stem) is not None for p in tmp_path.rglob("*.entry"))
 
 
+@pytest.mark.kernels
 def test_cached_rebuild_compiles_nothing(tmp_path, monkeypatch):
     """A rebuild is served from the cache alone: every config is a hit and the compiler never
     runs (the timing is the benchmark's job: python -m tta.aot.bench_compile)."""
@@ -204,6 +214,7 @@ def test_cached_rebuild_compiles_nothing(tmp_path, monkeypatch):
         assert (cache.hits, cache.misses) == (len(ex.configs), 0)
 
 
+@pytest.mark.kernels
 def test_default_cache_dir_is_used(tmp_path, monkeypatch):
     monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path))
     ex = by_name("triton_softmax")

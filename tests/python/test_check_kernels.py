@@ -145,6 +145,7 @@ def test_a_passing_check_is_cached(tmp_path):
     assert not third.regions[0].cached
 
 
+@pytest.mark.torch_independent
 def test_sizes_stay_inside_the_ranges_and_differ_per_dim():
     from tta.common.bridge import Port
 

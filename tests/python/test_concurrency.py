@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import concurrency_model as cm
+import pytest
 
 import tta
 from tta.common.cache import Cache
@@ -48,6 +49,7 @@ def test_threads_rewriting_one_program_agree_and_register_each_op_once(monkeypat
     assert dict(defined) == {r.op: 1 for r in serial.regions}
 
 
+@pytest.mark.kernels
 def test_threads_compiling_at_once_agree_and_store_one_entry_per_kernel(tmp_path):
     fused, rms = cm.plugins()
     result = tta.rewrite(cm.export(cm.Model(fused, rms)))
@@ -77,6 +79,7 @@ def _rewrite_and_compile(cache_dir: str) -> tuple:
     return cm.fingerprint(result), cm.kernel_digests(result.compile_kernels(sm=90))
 
 
+@pytest.mark.kernels
 def test_processes_rewriting_and_compiling_share_one_cache(tmp_path):
     cache_dir = str(tmp_path / "cache")
     ctx = multiprocessing.get_context("spawn")

@@ -13,6 +13,7 @@ from tta import _core
 from tta.common import bridge as core
 
 
+@pytest.mark.torch_independent
 def test_port_shapes_cross_as_typed_dims():
     graph = {
         "format": "tta-graph",
@@ -44,6 +45,7 @@ def test_port_shapes_cross_as_typed_dims():
     assert edit.inputs == ("x",) and edit.remove == ("relu",)
 
 
+@pytest.mark.torch_independent
 def test_core_errors_become_graph_errors():
     with pytest.raises(tta.GraphError) as err:
         core.eval_expr("s0 +", {"s0": 1})

@@ -40,12 +40,14 @@ def test_graph_json_encodes_non_finite_floats_as_tagged_strings():
     "text",
     ["9223372036854775807 + 1", "s0*9223372036854775807*2", "s0**16**16", "FloorDiv(-9223372036854775807 - 1, -1)"],
 )
+@pytest.mark.torch_independent
 def test_overflow_is_an_error(text):
     with pytest.raises(_core.CoreError) as e:
         _core.canonical_expr(text)
     assert e.value.args[0] == "input" and "overflow" in e.value.args[1] and text in e.value.args[1]
 
 
+@pytest.mark.torch_independent
 def test_eval_overflow_and_bad_characters_are_errors():
     with pytest.raises(_core.CoreError, match="overflow"):
         _core.eval_expr("FloorDiv(s0, s1)", json.dumps({"s0": -(2**63), "s1": -1}))
@@ -54,6 +56,7 @@ def test_eval_overflow_and_bad_characters_are_errors():
     assert e.value.args[1] == 'shape expression "s0+é": unexpected character `é`'
 
 
+@pytest.mark.torch_independent
 def test_deep_nesting_and_large_expansions_are_refused_quickly():
     with pytest.raises(_core.CoreError, match="nests deeper"):
         _core.canonical_expr("(" * 10_000 + "s0" + ")" * 10_000)
@@ -61,6 +64,7 @@ def test_deep_nesting_and_large_expansions_are_refused_quickly():
         _core.canonical_expr("(s0+s1+s2+s3+s4+s5)**12")
 
 
+@pytest.mark.torch_independent
 def test_deep_nesting_inside_a_graph_is_a_verify_error():
     shape = "(" * 3000 + "s0" + ")" * 3000
     doc = {
@@ -76,6 +80,7 @@ def test_deep_nesting_inside_a_graph_is_a_verify_error():
     assert e.value.args[0] == "verify" and e.value.args[2] == "x"
 
 
+@pytest.mark.torch_independent
 def test_malformed_cubin_and_ptx_are_errors():
     for blob in (b"", b"\x7fELF" + b"\xff" * 60, bytes(range(256)) * 4):
         with pytest.raises(_core.CoreError):

@@ -13,6 +13,8 @@ import pytest
 
 from tta import _core
 
+pytestmark = pytest.mark.torch_independent
+
 _GETTERS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 

@@ -14,6 +14,7 @@ from tta.examples.kernels import by_name
 
 
 @pytest.mark.parametrize("name", ["cutile_add_relu", "cutile_rmsnorm"])
+@pytest.mark.kernels
 def test_cubin_becomes_a_plain_ptx_kernel_in_qdp_order(name):
     ex = by_name(name)
     for k in compile_specs([ex.spec()], ex.input_metas(torch.float16), ex.meta):
@@ -30,6 +31,7 @@ def test_cubin_becomes_a_plain_ptx_kernel_in_qdp_order(name):
         assert p.block == (e.reqntid[0], 1, 1) and p.grid == k.grid and p.extras == k.extras
 
 
+@pytest.mark.kernels
 def test_a_cubin_without_ptx_is_refused():
     ex = by_name("cutile_add_relu")
     (k, *_) = compile_specs([ex.spec()], ex.input_metas(torch.float32), ex.meta)

@@ -78,6 +78,7 @@ def test_interpreter_run_checks_something(interpreted):
     assert any(r[4] > 0 for r in ran)
 
 
+@pytest.mark.torch_independent
 def test_eager_launch_never_runs_on_cpu():
     ex = by_name("triton_add_relu")
     plugin = ex.plugin()
@@ -86,6 +87,7 @@ def test_eager_launch_never_runs_on_cpu():
     assert eager.launch(plugin, [x, 3]) is None
 
 
+@pytest.mark.torch_independent
 def test_eager_falls_back_when_no_backend_is_installed(monkeypatch):
     ex = by_name("triton_add_relu")
     monkeypatch.setattr(eager, "installed", lambda backend: False)

@@ -163,6 +163,7 @@ def test_cli_on_a_saved_graph_prints_the_same_table_without_torch(program, text,
     assert {t for (cls, t) in groups if cls == "cluster"} == {"cluster_r0", "cluster_r1"}
 
 
+@pytest.mark.torch_independent
 def test_cli_on_a_graph_file_without_kernel_specs_says_so(capsys):
     fixture = os.path.join(HERE, "..", "fixtures", "residual_add_relu.json")
     assert cli.main(["explain", fixture]) == 0
@@ -179,6 +180,7 @@ def test_missing_graphviz_is_a_clear_error(program, tmp_path, monkeypatch):
     assert cli.main(["explain", fixture, "--svg", str(tmp_path / "g.svg")]) == 2
 
 
+@pytest.mark.torch_independent
 def test_big_graphs_are_capped_and_the_title_says_so(tmp_path):
     fixture = os.path.join(HERE, "..", "fixtures", "loop12.json")
     path = tmp_path / "g.svg"
@@ -191,6 +193,7 @@ def test_big_graphs_are_capped_and_the_title_says_so(tmp_path):
     assert len([1 for (cls, _) in groups if cls == "cluster"]) == 12
 
 
+@pytest.mark.torch_independent
 def test_docs_example_is_a_picture_of_the_fixture_model():
     path = os.path.join(HERE, "..", "..", "docs", "explain-example.svg")
     _, groups = _svg(path)
@@ -199,6 +202,7 @@ def test_docs_example_is_a_picture_of_the_fixture_model():
     assert "REFUSED: meta_impl output 0" in nodes["r0"] and nodes["p1"].startswith("tta::fused_add_relu_")
 
 
+@pytest.mark.torch_independent
 def test_a_cap_below_one_node_is_refused(capsys):
     fixture = os.path.join(HERE, "..", "fixtures", "residual_add_relu.json")
     assert cli.main(["explain", fixture, "--max-nodes", "-3"]) == 2

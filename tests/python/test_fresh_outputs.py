@@ -20,6 +20,7 @@ RETURNS_INPUT = {"input": lambda x: x, "view": lambda x: x.view(x.shape), "slice
 
 
 @pytest.mark.parametrize("meta", list(RETURNS_INPUT.values()), ids=list(RETURNS_INPUT))
+@pytest.mark.kernels
 def test_a_kernel_is_compiled_with_an_output_of_its_own(meta):
     # Before: "kernel scale_kernel: input 0 is passed twice; TensorRT passes each buffer once".
     (k,) = compile_specs([SPEC], [TensorType("float32", (None, 64))], meta, cache=False)
@@ -28,6 +29,7 @@ def test_a_kernel_is_compiled_with_an_output_of_its_own(meta):
 
 
 @pytest.mark.parametrize("meta", list(RETURNS_INPUT.values()), ids=list(RETURNS_INPUT))
+@pytest.mark.kernels
 def test_a_region_whose_meta_impl_returns_its_input(meta):
     plugin = tta.custom_plugin(name="add_one", kernel=SPEC, meta_impl=meta)
 

@@ -91,6 +91,7 @@ T = {"dtype": "float32", "shape": ["s0", 4]}
     ],
     ids=["duplicate", "undefined-ref", "dtype", "expr", "undeclared-region"],
 )
+@pytest.mark.torch_independent
 def test_verifier_errors_name_the_node(nodes, node, needle):
     with pytest.raises(tta.GraphError) as err:
         core.analyze(_doc(nodes), {})
@@ -98,12 +99,14 @@ def test_verifier_errors_name_the_node(nodes, node, needle):
     assert e.kind == "verify" and e.node == node and needle in str(e), str(e)
 
 
+@pytest.mark.torch_independent
 def test_wrong_format_is_a_parse_error():
     with pytest.raises(tta.GraphError) as err:
         core.analyze(json.dumps({"format": "other", "version": 1, "nodes": []}), {})
     assert err.value.kind == "parse"
 
 
+@pytest.mark.torch_independent
 def test_first_user_frame_skips_torch_and_tta():
     trace = (
         'File "/home/u/model.py", line 10, in forward\n    y = f(x)\n'
@@ -137,6 +140,7 @@ def test_symbolic_trace_graph_with_modules_and_methods_round_trips():
     outcome.check_matches(text)
 
 
+@pytest.mark.torch_independent
 def test_cli_reports_a_fixture(capsys):
     import os
 

@@ -75,6 +75,7 @@ def _user_kernels(gm) -> list[str]:
 @pytest.mark.parametrize(
     "name,kernels", [("residual", ["add_relu_kernel"]), ("llama", ["rmsnorm_kernel", "rmsnorm_kernel", "swiglu_kernel"])]
 )
+@pytest.mark.kernels
 def test_inductor_receives_the_user_kernels(name, kernels):
     from tta.tools.gpu import models
 
@@ -126,6 +127,7 @@ def test_triton_ops_run_the_kernel_eagerly_under_the_interpreter():
     assert "LAUNCHES 3" in r.stdout, r.stdout  # the residual block's kernel, once per batch size
 
 
+@pytest.mark.kernels
 def test_plugin_without_triton_kernel_runs_its_region_body_under_inductor():
     x, y = torch.randn(4, 33), torch.randn(4, 33)
     compiled = tta.compile(BodyOnlyBlock(), (x, y), _dyn(), backend="inductor")
@@ -141,6 +143,7 @@ def _never_launched(x, y, out, *, TILE: int = 1024):
     raise AssertionError("a cuTile launch function must not run in the Inductor backends")
 
 
+@pytest.mark.kernels
 def test_cutile_plugin_falls_back_to_its_region_body(monkeypatch):
     import tta.declare.specs
 
@@ -191,6 +194,7 @@ def _kernel(dtypes, guards=(), entry="k"):
     )
 
 
+@pytest.mark.torch_independent
 def test_compiled_kernel_choice_is_by_dtype_then_guards_and_remembered():
     from tta.inductor.cubin_ops import Launcher
 
@@ -209,6 +213,7 @@ def test_compiled_kernel_choice_is_by_dtype_then_guards_and_remembered():
         launcher.pick([torch.empty(2, 8)] * 2)
 
 
+@pytest.mark.torch_independent
 def test_kernel_bundle_round_trip_and_errors(tmp_path):
     from tta.aot.base import write_manifest
     from tta.inductor.kernel_bundle import as_bundle, load_bundle, save_bundle
@@ -239,6 +244,7 @@ _LOAD = textwrap.dedent(
 )
 
 
+@pytest.mark.kernels
 def test_aot_compile_package_loads_in_a_fresh_process_without_tta(tmp_path):
     x, y = torch.randn(4, 33), torch.randn(4, 33)
     with warnings.catch_warnings(record=True) as caught:
@@ -257,6 +263,7 @@ def test_aot_compile_package_loads_in_a_fresh_process_without_tta(tmp_path):
 _PRIVATE_LIBSTDCXX_PACKAGE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gpu", "relu_cpu.pt2")
 
 
+@pytest.mark.torch_independent
 def test_package_check_finds_a_private_libstdcxx_and_nothing_else():
     flagged = package_check.libraries_with_private_libstdcxx(_PRIVATE_LIBSTDCXX_PACKAGE)
     assert len(flagged) == 1 and flagged[0].endswith(".wrapper.so")
@@ -271,6 +278,7 @@ def test_package_check_finds_a_private_libstdcxx_and_nothing_else():
         assert package_check.read_shared_object(broken) is None
 
 
+@pytest.mark.kernels
 def test_aot_compile_warns_when_its_package_keeps_its_own_libstdcxx(monkeypatch, tmp_path):
     compilers = []
 
@@ -298,6 +306,7 @@ exec g++ "$@"
 """
 
 
+@pytest.mark.kernels
 def test_aot_compile_links_a_package_again_when_the_toolchain_copies_libstdcxx_into_it(monkeypatch, tmp_path, request):
     gxx = tmp_path / "static-g++"
     gxx.write_text(_STATIC_LIBSTDCXX_GXX)
@@ -332,6 +341,7 @@ def test_aot_compile_links_a_package_again_when_the_toolchain_copies_libstdcxx_i
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-4000:]
 
 
+@pytest.mark.torch_independent
 def test_unknown_backend_and_bad_package_path_are_errors(tmp_path):
     x, y = torch.randn(2, 8), torch.randn(2, 8)
     with pytest.raises(PluginError, match="unknown backend 'tvm'"):
@@ -340,6 +350,7 @@ def test_unknown_backend_and_bad_package_path_are_errors(tmp_path):
         tta.aot_compile(BodyOnlyBlock(), (x, y), tmp_path / "block.zip")
 
 
+@pytest.mark.kernels
 def test_a_refused_region_is_an_error_not_a_fallback():
     wrong = tta.custom_plugin(meta_impl=lambda x: x.new_empty(x.shape), name="one_input_only")
 
@@ -395,6 +406,7 @@ _NO_TRT = textwrap.dedent(
 )
 
 
+@pytest.mark.kernels
 def test_the_inductor_backend_never_imports_tensorrt():
     env = dict(os.environ, PYTHONPATH=PYTHON)
     r = subprocess.run([sys.executable, "-c", _NO_TRT], env=env, capture_output=True, text=True, timeout=600)

@@ -104,6 +104,7 @@ def _inductor_2_11_signature(kernel, args) -> dict[str, str]:
     return sig
 
 
+@pytest.mark.kernels
 def test_the_kernel_inductor_receives_takes_no_float_and_compiles_with_inductors_signature():
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -120,6 +121,7 @@ def test_the_kernel_inductor_receives_takes_no_float_and_compiles_with_inductors
     triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs), target=GPUTarget("cuda", 90, 32))
 
 
+@pytest.mark.kernels
 def test_the_unbound_kernel_fails_with_inductors_float_signature():
     """What the binding avoids: the kernel as written, given Inductor 2.11's fp64 float."""
     from triton.backends.compiler import GPUTarget

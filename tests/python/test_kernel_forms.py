@@ -27,6 +27,7 @@ def _kinds(k):
     return ["ptr" if p.ty == ".u64" and p.is_ptr else p.ty for p in entry.params]
 
 
+@pytest.mark.kernels
 def test_liger_rmsnorm_floats_are_bound_and_strides_split():
     import liger_kernel.ops.rms_norm as liger
 
@@ -46,6 +47,7 @@ def test_liger_rmsnorm_floats_are_bound_and_strides_split():
     assert [k.block[0] for k in kernels] == [128, 256]
 
 
+@pytest.mark.kernels
 def test_liger_swiglu_static_row_length():
     ex = by_name("triton_liger_swiglu")
     (k,) = compile_specs([ex.spec()], ex.input_metas(torch.bfloat16), ex.meta, cache=False, progress=False)
@@ -87,6 +89,7 @@ def test_liger_swiglu_with_bound_float_matches_torch_under_the_interpreter():
     assert any(err > 0 for row in rows for err, _ in row)  # compared for real
 
 
+@pytest.mark.kernels
 def test_autotune_configs_are_the_tactics():
     ex = by_name("triton_autotuned_axpy")
     spec = ex.spec()
@@ -145,6 +148,7 @@ def test_autotune_config_with_pre_hook_is_refused():
         tta.triton(launch_hooked)
 
 
+@pytest.mark.kernels
 def test_user_configs_replace_the_decorators():
     spec = tta.triton(launch_hooked_with_block, configs=[{"BLOCK": 512}])
     assert not spec.autotuned
@@ -152,6 +156,7 @@ def test_user_configs_replace_the_decorators():
     assert k.meta["constexprs"]["BLOCK"] == 512 and k.grid[0] == "FloorDiv(i0_0 + 511, 512)"
 
 
+@pytest.mark.kernels
 def test_heuristic_of_a_dynamic_dim_is_refused():
     spec = tta.triton(launch_shape_heuristic)
     with pytest.raises(PluginError, match="BLOCK.*depends on input shapes"):
@@ -177,6 +182,7 @@ class _Gated(torch.nn.Module):
             return h * 0.5 + b
 
 
+@pytest.mark.kernels
 def test_library_and_autotuned_kernels_through_rewrite_and_compile_kernels():
     sw, ax = by_name("triton_liger_swiglu"), by_name("triton_autotuned_axpy")
     swiglu = tta.custom_plugin(kernel=tta.triton(sw.launch_fn, configs=list(sw.configs)), meta_impl=sw.meta, name="liger_swiglu_api")

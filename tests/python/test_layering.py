@@ -7,6 +7,8 @@ import pathlib
 
 import pytest
 
+pytestmark = pytest.mark.torch_independent
+
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "python"
 
 

@@ -33,6 +33,7 @@ def _residual():
     return case, case.model(torch.float32, "cpu")
 
 
+@pytest.mark.kernels
 def test_inductor_on_a_cpu_model_runs_the_region_body():
     case, model = _residual()
     compiled = tta.compile(model, case.inputs(2, torch.float32, "cpu"), case.dynamic_shapes(), backend="inductor")
@@ -45,6 +46,7 @@ def test_inductor_on_a_cpu_model_runs_the_region_body():
             torch.testing.assert_close(compiled(*x), model(*x))
 
 
+@pytest.mark.kernels
 def test_aot_compile_of_a_cpu_model_runs_the_region_body(tmp_path):
     case, model = _residual()
     package = tta.aot_compile(model, case.inputs(2, torch.float32, "cpu"), tmp_path / "residual.pt2", case.dynamic_shapes())
@@ -68,6 +70,7 @@ _INTERPRETED = textwrap.dedent(
 )
 
 
+@pytest.mark.kernels
 def test_inductor_on_a_cpu_model_under_the_triton_interpreter():
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=PYTHON)
     r = subprocess.run([sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=900)
@@ -96,6 +99,7 @@ class Relu(torch.nn.Module):
             return torch.relu(x)
 
 
+@pytest.mark.torch_independent
 def test_tensorrt_backend_without_torch_tensorrt_or_tensorrt(monkeypatch):
     _hide(monkeypatch, "torch_tensorrt", "tensorrt", "tensorrt.plugin")
     with pytest.raises(MissingPackageError) as info:
@@ -109,6 +113,7 @@ def test_tensorrt_backend_without_torch_tensorrt_or_tensorrt(monkeypatch):
     assert "tensorrt.plugin:" not in text  # its package is named already
 
 
+@pytest.mark.torch_independent
 def test_tensorrt_backend_names_only_what_is_missing(monkeypatch):
     _hide(monkeypatch, "torch_tensorrt")
     _fake(monkeypatch, "tensorrt", "tensorrt.plugin")

@@ -92,6 +92,7 @@ def test_a_contiguous_output_changes_nothing_after_the_region():
     assert set(after) - {name for name, _ in before} == {_op_node(res.program).name}
 
 
+@pytest.mark.kernels
 def test_the_inductor_backend_compiles_the_attention_region():
     model = Attention(tta.custom_plugin(name="sdpa_inductor", meta_impl=lambda q, k, v: q.new_empty(q.shape)))
     inputs = _qkv()

@@ -170,6 +170,7 @@ def test_outputs_must_be_a_function_of_the_block():
         torch.export.export(ReturnsInt(plugin), (torch.randn(2), torch.randn(2)))
 
 
+@pytest.mark.torch_independent
 def test_the_decorator_takes_no_outputs_list():
     plugin = tta.custom_plugin(name="decorated_outputs")
     with pytest.raises(tta.AnnotationError, match="return order"):

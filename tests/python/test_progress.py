@@ -7,6 +7,8 @@ import pytest
 
 from tta.aot.progress import MIN_STEPS, Progress
 
+pytestmark = pytest.mark.torch_independent
+
 
 class Terminal(io.StringIO):
     def isatty(self) -> bool:

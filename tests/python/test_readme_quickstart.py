@@ -52,12 +52,14 @@ def run(code: str, tmp_path, **env: str) -> subprocess.CompletedProcess:
     return out
 
 
+@pytest.mark.torch_independent
 def test_example_file_is_the_readme_block():
     with open(EXAMPLE, encoding="utf-8") as f:
         example = f.read()
     assert example.endswith(quickstart_block()), "examples/quickstart.py must end with the README's quickstart block, verbatim"
 
 
+@pytest.mark.kernels
 def test_readme_quickstart_runs_on_cpu(tmp_path):
     out = run(quickstart_block(), tmp_path, CUDA_VISIBLE_DEVICES="")
     assert "1 region(s) outlined, 0 refused" in out.stdout, out.stdout

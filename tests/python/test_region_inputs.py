@@ -56,6 +56,7 @@ def test_pinned_inputs_must_name_every_value_the_region_reads():
         tta.rewrite(ep)
 
 
+@pytest.mark.torch_independent
 def test_pinned_inputs_take_tensors_only():
     with pytest.raises(tta.AnnotationError, match="input 0 is int"):
         tta.lower_as(gelu_linear, inputs=(3,))

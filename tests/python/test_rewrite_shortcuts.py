@@ -203,6 +203,7 @@ def test_copy_keeps_erased_names_free_and_new_names_unique():
     assert relu.name == "renamed"
 
 
+@pytest.mark.torch_independent
 def test_nogc_leaves_the_objects_it_moved_collectable_and_a_callers_freeze_alone():
     import gc
     import weakref

@@ -74,6 +74,7 @@ def _rewritten(plugin, cols: int | None = 64, min_batch: int = 2):
     return tta.rewrite(ep)
 
 
+@pytest.mark.kernels
 def test_dims_export_unified_are_one_symbol():
     result = _rewritten(CHECKED, cols=None)
     kernels = next(iter(result.compile_kernels(cache=False).values()))
@@ -135,6 +136,7 @@ def test_guards_over_a_profile():
     assert guard_over("Ne(i0_1, 7)", {"i0_1": (1, 100)}) == (False, {"i0_1": 7})  # not decided at the corners
 
 
+@pytest.mark.torch_independent
 def test_a_guard_outside_the_grammar_is_a_tta_error():
     with pytest.raises(tta_guards.GuardError, match="cannot evaluate"):
         tta_guards.parse("Piecewise((i0_1, i0_1 > 2), (1, True)) > 0")
@@ -142,6 +144,7 @@ def test_a_guard_outside_the_grammar_is_a_tta_error():
         tta_guards.parse("__import__('os').system('true')")
 
 
+@pytest.mark.kernels
 def test_a_constexpr_constant_over_the_export_ranges_is_compiled_in():
     kernels = next(iter(_rewritten(ONE).compile_kernels(cache=False).values()))
     (k,) = kernels
@@ -151,6 +154,7 @@ def test_a_constexpr_constant_over_the_export_ranges_is_compiled_in():
     assert guards_hold(k.meta["guards"], {"i0_0": 64, "i0_1": 64}) and not guards_hold(k.meta["guards"], {"i0_0": 65, "i0_1": 64})
 
 
+@pytest.mark.kernels
 def test_a_constexpr_that_varies_or_has_no_range_is_still_refused():
     with pytest.raises(PluginError, match=r"'ONE' gets FloorDiv\(i0_0, 2\), which depends on input shapes \(it is not one value"):
         _rewritten(HALF).compile_kernels(cache=False)
@@ -159,6 +163,7 @@ def test_a_constexpr_that_varies_or_has_no_range_is_still_refused():
         compile_plugin(ONE, [TensorType.dynamic("float32", 2)] * 2, cache=False)
 
 
+@pytest.mark.kernels
 def test_next_power_of_2_guards_reach_the_compiled_kernels():
     kernels = next(iter(_rewritten(CHECKED, cols=None).compile_kernels(cache=False).values()))
     for k, block in zip(kernels, (128, 256)):

@@ -10,6 +10,7 @@ def launch(x, y, out, *, BLOCK=128):
     pass
 
 
+@pytest.mark.torch_independent
 def test_specs_are_frozen_hashable_and_keyed_stably():
     a = tta.triton(launch, configs=[{"BLOCK": 128}, {"BLOCK": 256}])
     b = tta.triton(launch, configs=[{"BLOCK": 128}, {"BLOCK": 256}])
@@ -29,12 +30,14 @@ def test_specs_are_frozen_hashable_and_keyed_stably():
         ([{"TILE": 64}], "config key 'TILE' is not a parameter of the launch function"),
     ],
 )
+@pytest.mark.torch_independent
 def test_bad_configs_are_named(configs, needle):
     with pytest.raises(tta.PluginError) as err:
         tta.triton(launch, configs=configs)
     assert needle in str(err.value) and "launch" in str(err.value)
 
 
+@pytest.mark.torch_independent
 def test_plugin_errors_name_the_problem():
     with pytest.raises(tta.PluginError, match=r"kernel=\[\] is empty"):
         tta.custom_plugin(kernel=[], name="nothing")
@@ -48,6 +51,7 @@ def test_plugin_errors_name_the_problem():
         tta.custom_plugin(kernel=[tta.triton(launch, configs=[{"BLOCK": 1}]), tta.triton(two, configs=[{"BLOCK": 1}])], name="mixed")
 
 
+@pytest.mark.torch_independent
 def test_missing_backend_is_reported_by_name(monkeypatch):
     import importlib.util
 
@@ -57,6 +61,7 @@ def test_missing_backend_is_reported_by_name(monkeypatch):
         tta.custom_plugin(kernel=tta.cutile(launch, configs=[{"BLOCK": 1}]), name="needs_cutile")
 
 
+@pytest.mark.torch_independent
 def test_plugin_declares_tensor_ports_from_the_launch_function():
     p = tta.custom_plugin(kernel=tta.triton(add_relu.launch_add_relu, configs=[{"BLOCK": 1024}]), name="launch_tensors")
     assert p.declaration()["launch_tensors"] == 3  # x, y, out
