@@ -57,23 +57,26 @@ fail() {  # fail TITLE RC LOG: say where it stopped, then exit
 }
 
 N=0
+stem() {  # stem TITLE: the log folder's name stem of the next step, NN-title
+  printf '%s/%02d-%s' "$LOGS" "$((N + 1))" "$(echo "$1" | tr -c 'A-Za-z0-9.\n' '-' | tr -s '-' | cut -c1-50)"
+}
+
 step() {  # step TITLE LIMIT COMMAND...: run it under LIMIT (timeout's syntax), log it, time it
-  local title=$1 limit=$2 start=$SECONDS rc; shift 2
+  local title=$1 limit=$2 start=$SECONDS rc log; shift 2
+  log="$(stem "$title").log"
   N=$((N + 1))
-  local log
-  log="$LOGS/$(printf '%02d' "$N")-$(echo "$title" | tr -c 'A-Za-z0-9.\n' '-' | tr -s '-' | cut -c1-50).log"
   echo "== $title"
   : > "$TTA_TEST_CURRENT"
   timeout --kill-after=30 "$limit" "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   TIMES+=("$((SECONDS - start))" "$title")
-  echo "   ($title: $((SECONDS - start)) s)"
+  echo "   ($title: ${TIMES[-2]} s)"
   [ "$rc" = 0 ] || fail "$title" "$rc" "$log"
 }
 
 pytest_step() {  # [VAR=value ...] pytest_step TITLE LIMIT PYTHON PYTEST-ARGS...: a step that also keeps JUnit times
   local title=$1 limit=$2 py=$3; shift 3
-  step "$title" "$limit" "$py" -m pytest -q -p no:cacheprovider --junitxml="$LOGS/$(printf '%02d' $((N + 1))).xml" \
+  step "$title" "$limit" "$py" -m pytest -q -p no:cacheprovider --junitxml="$(stem "$title").xml" \
     -o junit_suite_name="$title" "$@"
 }
 

@@ -62,26 +62,17 @@ def pytest_collection_modifyitems(items):
             item.add_marker(marker)
 
 
-def pytest_runtest_logstart(nodeid, location):
-    # scripts/test.sh names the test that was running when a step passes its time limit.
-    current = os.environ.get("TTA_TEST_CURRENT")
-    if current:
-        with open(current, "w") as f:
-            f.write(nodeid + "\n")
-
-
 # With TTA_FORBID_KERNEL_COMPILE=1 (`scripts/test.sh --quick`, which deselects `kernels`), a test
 # that compiles a kernel without the `kernels` marker fails, so the quick selection stays honest.
 # The check wraps the compile entries for the whole session: fixtures of any scope that compile
 # run inside some test's protocol and are charged to it.
-_running: list = [None]
+_running = None  # the test whose protocol runs now
 
 
 def _refuse_unmarked(fn):
     def checked(*args, **kwargs):
-        item = _running[0]
-        if item is not None and item.get_closest_marker("kernels") is None:
-            raise AssertionError(f"{item.nodeid} compiles a kernel: mark it `kernels` (pytest.mark.kernels)")
+        if _running is not None and _running.get_closest_marker("kernels") is None:
+            raise AssertionError(f"{_running.nodeid} compiles a kernel: mark it `kernels` (pytest.mark.kernels)")
         return fn(*args, **kwargs)
 
     return checked
@@ -90,10 +81,23 @@ def _refuse_unmarked(fn):
 def pytest_configure(config):
     if os.environ.get("TTA_FORBID_KERNEL_COMPILE") != "1":
         return
-    import tta.aot.compile as aot_compile
+    import dataclasses
+    import functools
 
-    for name in ("task_key", "_compile_one"):  # every compile through tta.aot, cached or not
-        setattr(aot_compile, name, _refuse_unmarked(getattr(aot_compile, name)))
+    import tta.aot.compile as aot_compile
+    import tta.aot.driver as driver
+
+    # A compile request through tta.aot.compile, cached or not.
+    aot_compile.task_key = _refuse_unmarked(aot_compile.task_key)
+    # Every build of every DSL's backend (driver.compile_spec, however it is reached).
+    real_backend = driver.backend
+
+    @functools.cache
+    def checked_backend(name):
+        b = real_backend(name)
+        return dataclasses.replace(b, build=_refuse_unmarked(b.build))
+
+    driver.backend = checked_backend
     try:
         import triton
     except ImportError:
@@ -103,8 +107,14 @@ def pytest_configure(config):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    _running[0] = item
+    global _running
+    _running = item
+    # scripts/test.sh names the test that was running when a step passes its time limit.
+    current = os.environ.get("TTA_TEST_CURRENT")
+    if current:
+        with open(current, "w") as f:
+            f.write(item.nodeid + "\n")
     try:
         return (yield)
     finally:
-        _running[0] = None
+        _running = None

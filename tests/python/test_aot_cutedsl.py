@@ -134,6 +134,7 @@ def test_host_arguments_match_a_concrete_call(compiled, name, dtype):
                     assert int(args[h["name"]]._pointer) == ports[h["port"][0]][h["port"][1]].data_ptr()
 
 
+@pytest.mark.kernels
 def testexpressions_render_for_tensorrt(compiled):
     assert expressions_render_for_tensorrt(k for ks in compiled.values() for k in ks) > 0
 

@@ -109,6 +109,7 @@ def _eval_guard(g: str, env: dict) -> bool:
     return guards_hold([g], env)
 
 
+@pytest.mark.kernels
 def testexpressions_render_for_tensorrt(compiled):
     # ct.cdiv(n, TILE) is -((-n) // TILE): it must reach TensorRT as trtp.cdiv, without unary minus.
     k = compiled[("cutile_add_relu", torch.float16)][0]
