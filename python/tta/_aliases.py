@@ -68,9 +68,21 @@ class _Alias(importlib.abc.Loader):
         pass  # the new module ran when it was imported
 
     def get_code(self, fullname: str):
-        # python -m <old path> runs the new module's code as __main__.
-        spec = importlib.util.find_spec(self.new)
-        return spec.loader.get_code(self.new)
+        # python -m <old path>: runpy runs this code as __main__ with __spec__ and __package__
+        # of the old name, so the new module's own code would resolve its relative imports
+        # against the wrong package. This code instead says where the module went, then runs
+        # the new module as __main__ inside its real package, as python -m <new path> does:
+        # run_module points sys.argv[0] at the new file and sys.modules["__main__"] at the
+        # module it runs, and its SystemExit (the exit status) passes through.
+        return compile(_RUN_NEW.format(old=self.old, new=self.new), f"<python -m {self.old}>", "exec")
+
+
+# Run as __main__, so the DeprecationWarning is shown under Python's default warning filters
+# (which show DeprecationWarning only when __main__ triggers it), once, on stderr; -W still rules.
+_RUN_NEW = """\
+import runpy, warnings; warnings.warn("{old} moved to {new}; run python -m {new}", DeprecationWarning)
+runpy.run_module("{new}", run_name="__main__", alter_sys=True)
+"""
 
 
 class _Finder(importlib.abc.MetaPathFinder):

@@ -49,6 +49,11 @@ fn body_text(g: &Graph, region: &Region, b: &Boundary) -> String {
             serde_json::to_string(&kwargs).unwrap()
         ));
     }
+    // Which values leave, in which order: two regions computing the same ops whose outputs are
+    // declared in different orders are different ops (their bodies return different tuples).
+    let outs: Vec<String> =
+        b.outputs.iter().map(|p| local.get(p.name.as_str()).cloned().unwrap_or_else(|| p.name.clone())).collect();
+    text.push_str(&format!("out:{}\n", outs.join(",")));
     text
 }
 

@@ -105,3 +105,45 @@ class AddRelu(nn.Module):
 
 def add_relu_plugin(launch, configs, name, backend: str = "triton"):
     return tta.custom_plugin(kernel=getattr(tta, backend)(launch, configs=configs), name=name)
+
+
+class AddRMSNormDeclared(AddRMSNorm):
+    """``AddRMSNorm`` with the fix the check names for the user-order launch: the outputs
+    declared in the order that launch function takes them."""
+
+    def forward(self, x):
+        r = self.residual
+        with tta.lower_as(impl=self.plugin, outputs=lambda: (y, h)):
+            h = x + r
+            hf = h.float()
+            y = (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + EPS) * self.weight.float()).type_as(h)
+        return y * 2, h + 1
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n_rows, n_cols, TRANSPOSED: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    c = tl.arange(0, BLOCK)
+    m = c < n_cols
+    v = tl.load(x_ptr + row * n_cols + c, mask=m) * 2.0
+    if TRANSPOSED:
+        tl.store(out_ptr + c * n_rows + row, v, mask=m)  # column-major: the layout bug
+    else:
+        tl.store(out_ptr + row * n_cols + c, v, mask=m)
+
+
+def launch_scale(x, out, *, BLOCK: int = 64, TRANSPOSED: bool = False):
+    n = x.shape[-1]
+    assert n <= BLOCK
+    scale_kernel[(x.numel() // n,)](x, out, x.numel() // n, n, TRANSPOSED=TRANSPOSED, BLOCK=BLOCK)
+
+
+class Scale(nn.Module):
+    def __init__(self, plugin):
+        super().__init__()
+        self.plugin = plugin
+
+    def forward(self, x):
+        with tta.lower_as(impl=self.plugin):
+            scaled = x * 2
+        return scaled + 1

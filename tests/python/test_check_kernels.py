@@ -35,7 +35,7 @@ def test_a_correct_kernel_passes_under_the_interpreter():
     report = _rewrite(model, x).check_kernels(cache=False, device="cpu")
     assert report.ok and report.device == "cpu", report
     (region,) = report.regions
-    assert region.outputs == ["add", "type_as"]
+    assert region.outputs == ["h", "y"]
     assert len(region.configs) == len(cc.CONFIGS)
     # Under the interpreter every config runs the first size, the first config every size.
     assert [[s.status for s in c.sizes] for c in region.configs] == [[PASS, PASS], [PASS, SKIPPED]], report
@@ -59,8 +59,11 @@ def test_outputs_taken_in_another_order_are_caught_with_the_order_hint():
     msg = str(info.value)
     region = result.outlined[0]
     assert region.id in msg and "check_cases.py:" in msg and info.value.source == region.source
-    assert "BLOCK=64" in msg and "output 'add'" in msg
-    assert "seems to take outputs in another order: tta passes (add, type_as) to its parameters (y, h)" in msg
+    assert "BLOCK=64" in msg and "output 'h'" in msg and "at b=" in msg
+    # The fix in the user's terms: the outputs= to declare, or the parameter order to take.
+    assert "Fix: declare `outputs=lambda: (y, h)` on the `tta.lower_as(...)` at" in msg
+    assert "launch_user_order take its output parameters as (h, y)" in msg
+    assert "takes its outputs in another order: tta passes (h, y) to its parameters (y, h)" in msg
     assert info.value.max_error > 1.0
     report = info.value.report
     assert [[s.status for s in c.sizes] for c in report.regions[0].configs] == [[FAIL, FAIL], [FAIL, SKIPPED]]
@@ -239,7 +242,7 @@ def test_gpu_the_artifact_passes_when_correct_and_the_order_bug_is_caught():
     assert report.ok and report.device == "cuda", report
     assert all(c.how == "GPU artifact" and [s.status for s in c.sizes] == [PASS, PASS] for c in report.regions[0].configs), report
     model, x = _add_rmsnorm(cc.USER_ORDER)
-    with pytest.raises(KernelCheckError, match=r"another order: tta passes \(add, type_as\) to its parameters \(y, h\)") as info:
+    with pytest.raises(KernelCheckError, match=r"another order: tta passes \(h, y\) to its parameters \(y, h\)") as info:
         _rewrite(model, x).check_kernels(cache=False, device="cuda")
     assert "GPU artifact" in str(info.value)
 

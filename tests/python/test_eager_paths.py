@@ -43,7 +43,7 @@ def test_fallback_on_cuda_inputs_warns_once_with_the_cause(monkeypatch):
     eager_stats.reset()
     _, op = _op()
     monkeypatch.setattr(eager, "installed", lambda backend: False)
-    run = ops._make_eager(op, fused, ops.body_of(op), 1, eager.run)
+    run = ops._make_eager(op, fused, ops.body_of(op), ops.signature_of(op)[:2], eager.run)
     with torch._subclasses.FakeTensorMode():
         x = torch.empty(4, 8, device="cuda")
         with pytest.warns(tta.EagerFallbackWarning, match=r"no kernel DSL of the plugin is installed \(triton\)") as caught:

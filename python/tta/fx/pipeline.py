@@ -28,9 +28,9 @@ from ..common.bridge import Edit, MetaOutput, Move, Origin, RegionMembers, Regio
 from ..declare import markers
 from ..declare.plugin import Plugin, declarations, lookup
 from ..errors import GraphError
-from ..runtime import ops
+from ..runtime import first_use, ops
 from ..runtime.eager import run as launch
-from . import layout, refusals
+from . import layout, refusals, user_names
 from . import selectors as _selectors
 from . import serialize as graph
 from .exported import with_new_graph
@@ -208,12 +208,14 @@ def _apply(
     moves: Sequence[Move],
     summary: list[RegionSummary],
     undo: _Undo | None = None,
+    named: dict[str, list[str]] | None = None,
 ) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
     """Replay the pass's edits on ``g``, whose nodes ``nodes`` holds by name (kept up to date);
     returns the nodes it added, and the region members left to erase. Without ``undo`` the
     members are erased here (``g`` is a copy, thrown away on failure); with it, ``g`` is the
     caller's graph: every step is logged for undoing, and the members stay in ``g`` until the
-    rewrite has succeeded (then the caller erases them)."""
+    rewrite has succeeded (then the caller erases them). ``named`` gets each region's outputs
+    by the user's names (``user_names.py``), read before the members go."""
     added: list[torch.fx.Node] = []
     kept: list[torch.fx.Node] = []
     # An input may be another region's output that an earlier edit already replaced.
@@ -223,6 +225,8 @@ def _apply(
         members = [nodes[m] for m in e.remove]
         inputs = [replaced.get(i) or nodes[i] for i in e.inputs]
         outputs = [nodes[o] for o in e.outputs]
+        if named is not None:
+            named[e.region] = user_names.output_names(outputs)
         region = regions[e.region]
         plugin = lookup(region.impl)
         derived = [(nodes[name], i, dim) for name, i, dim in e.derived]
@@ -335,7 +339,12 @@ def _analyze(
 
 
 def rewrite(
-    program: ExportedProgram | torch.fx.GraphModule, *, selectors=None, check: bool | str = True, on_refused: str = "raise"
+    program: ExportedProgram | torch.fx.GraphModule,
+    *,
+    selectors=None,
+    check: bool | str = True,
+    on_refused: str = "raise",
+    check_kernels: bool | None = None,
 ) -> RewriteResult:
     """Outline every valid region of ``program`` into one ``tta::<op>`` node.
 
@@ -354,12 +363,18 @@ def rewrite(
     with its reason and source line (``on_refused="raise"``); ``"warn"`` warns with the same
     text and ``"keep"`` says nothing, both returning a program that runs those regions as
     ordinary ops.
+
+    ``check_kernels``: the rewritten program's ops check their kernel on the first eager call
+    of each new signature against the region body, raising ``KernelCheckError`` on a mismatch
+    (``tta.runtime.first_use``). Default (None): ``TTA_CHECK_KERNELS`` if set, else on for
+    CUDA inputs only (on a CPU the call runs the region body; True runs the kernel under
+    Triton's interpreter to check it there).
     """
     refusals.check_choice(on_refused)
     # Two threads rewriting one GraphModule take turns: it is edited in place.
     lock = _lock_of(program.graph) if isinstance(program, torch.fx.GraphModule) else contextlib.nullcontext()
     with lock, graph.NoGC():
-        result = _rewrite(program, selectors, check)
+        result = _rewrite(program, selectors, check, check_kernels)
     refusals.handle(result, on_refused)
     return result
 
@@ -371,7 +386,7 @@ def _in_place(program: Any, check: bool | str) -> bool:
     return isinstance(program, torch.fx.GraphModule) and check != "full" and not markers.present(program.graph)
 
 
-def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
+def _rewrite(program, selectors, check: bool | str, check_kernels: bool | None = None) -> RewriteResult:
     clock = [time.perf_counter()]
     stages: dict[str, Any] = {}
 
@@ -403,8 +418,9 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     outcome = analysis.outline(meta)
     lap("pass")
     undo = _Undo(g) if in_place else None
+    named: dict[str, list[str]] = {}
     try:
-        added, members = _apply(g, nodes, root, outcome.edits, outcome.moves, summary, undo) if outcome.edits else ([], [])
+        added, members = _apply(g, nodes, root, outcome.edits, outcome.moves, summary, undo, named) if outcome.edits else ([], [])
         lap("apply")
         if check == "full":
             outcome.check_matches(graph.Serializer(weights, declared).graph_json(g))
@@ -432,6 +448,10 @@ def _rewrite(program, selectors, check: bool | str) -> RewriteResult:
     result = with_new_graph(program, g, added, same_guards=not under_fake) if isinstance(program, ExportedProgram) else program
     lap("wrap")
     regions = outcome.report()
+    dims = user_names.dim_names(program) if outcome.edits else {}
+    for r in regions:
+        if r.outlined and r.op:
+            first_use.describe(r.op, r.id, r.source, r.origin.kind, named.get(r.id, ()), dims, check_kernels)
     _selectors.warn_unmatched(selectors, regions, outcome.unmatched())
     vanished = [_in_subgraph(m) for m in nested]
     report_text = outcome.report_text() + "".join(_text(r) for r in vanished)
@@ -484,6 +504,7 @@ def lower_modules(
     selectors: Sequence[Any] = (),
     check: bool | str = True,
     on_refused: str = "raise",
+    check_kernels: bool | None = None,
 ) -> RewriteResult:
     """Replace every call of the chosen modules by a plugin, without editing the model.
 
@@ -505,4 +526,4 @@ def lower_modules(
             target, tuple(example_inputs), kwargs=dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict
         )
         target = ep.run_decompositions() if decompose else ep
-    return rewrite(target, selectors=items, check=check, on_refused=on_refused)
+    return rewrite(target, selectors=items, check=check, on_refused=on_refused, check_kernels=check_kernels)

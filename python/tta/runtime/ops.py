@@ -16,7 +16,7 @@ import torch.fx
 
 from ..common.bridge import Port
 from ..declare.plugin import Plugin
-from . import eager_stats
+from . import eager_stats, first_use
 
 # ``launch(plugin, inputs, body)``: run the plugin's own kernel on real inputs: ``(outputs, None)``,
 # or ``(None, why)`` when it cannot run there (the caller then runs the region body).
@@ -82,16 +82,25 @@ def _own_dense(inputs, outputs):
     )
 
 
-def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, n_out: int, launch: EagerLauncher | None) -> Callable:
+def _make_eager(op: str, plugin: Plugin, body: torch.fx.GraphModule, ports: tuple, launch: EagerLauncher | None) -> Callable:
+    n_out = len(ports[1])
+
     def eager(*inputs):
+        # The first call with a new signature is checked against the region body (first_use.py):
+        # copies of the inputs first, since the kernel may write them.
+        sig = first_use.wanted(op, inputs)
+        before = first_use.copies(inputs) if sig is not None else None
         outs, why = launch(plugin, inputs, body) if launch is not None else (None, "no kernel launcher was given")
         on_cuda = any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in inputs)
         eager_stats.record(op, why, on_cuda)
+        ran = outs is not None
         if outs is None:
             outs = body(*inputs)
             outs = _own_dense(inputs, outs if n_out > 1 else (outs,))
         elif n_out == 1 and isinstance(outs, torch.Tensor):
             outs = (outs,)
+        if sig is not None:
+            first_use.check(op, sig, ports, plugin, body, before, inputs, tuple(outs), ran)
         return tuple(outs) if n_out > 1 else outs[0]
 
     return eager
@@ -135,7 +144,7 @@ def ensure_op(
         gm = body()
         n_out = len(outputs)
         _lib.define(op + schema(inputs, outputs))
-        _lib.impl(op, _make_eager(op, plugin, gm, n_out, launch), "CompositeExplicitAutograd")
+        _lib.impl(op, _make_eager(op, plugin, gm, (inputs, outputs), launch), "CompositeExplicitAutograd")
         torch.library.register_fake(f"{NAMESPACE}::{op}", make_fake(plugin, gm, n_out), lib=_lib)
         overload = getattr(getattr(torch.ops, NAMESPACE), op).default
         _bodies[op] = gm

@@ -25,10 +25,11 @@ from typing import Any
 import torch
 
 from ..errors import KernelCheckError, KernelCheckWarning, TTAError
+from ..runtime import first_use, mismatch
+from ..runtime import interpreter as check_interpreter
+from ..runtime import kernel_runs as cl
 from . import cache as check_cache
 from . import inputs as ci
-from . import interpreter as check_interpreter
-from . import launch as cl
 from .report import (
     ERROR,
     FAIL,
@@ -40,7 +41,6 @@ from .report import (
     RegionCheck,
     SizeCheck,
     mismatch_message,
-    order_hint,
     output_params,
 )
 
@@ -48,8 +48,9 @@ _TITLES = {"triton": "Triton", "cutile": "cuTile", "cutedsl": "CuTeDSL"}
 
 
 def output_names(region: Any) -> list[str]:
-    """The region's outputs by name, in the order the op returns them (its ports' order)."""
-    return [getattr(p, "label", None) or p.name for p in region.outputs]
+    """The region's outputs by the names the user's code gives them, in the order the op
+    returns them (its ports' order)."""
+    return first_use.output_names(region.op, region.outputs)
 
 
 def check_kernels(
@@ -99,7 +100,7 @@ def check_kernels(
         if err is not None:
             sc.status, sc.note = ERROR, err
         else:
-            _compare(sc, launch.outputs, case, rc.outputs, cc, tolerances)
+            _compare(sc, launch.outputs, case, rc.outputs, cc, tolerances, rc)
     for rc in report.regions:
         if store is not None and not rc.cached and rc.key and check_cache.passed(rc):
             store.put(rc.key, {"check": check_cache.to_json(rc)})
@@ -133,15 +134,7 @@ class _Case:
         self._wide = None
 
     def _run(self, args: list[torch.Tensor]):
-        """The body on ``args``; a body holding CPU constants (a model exported on the CPU) that
-        cannot take CUDA inputs runs on CPU copies, its outputs moved back to the inputs' device."""
-        try:
-            return self.body(*args)
-        except RuntimeError:
-            if not args or args[0].device.type == "cpu":
-                raise
-            device = args[0].device
-            return tuple(o.to(device) if isinstance(o, torch.Tensor) else o for o in _as_tuple(self.body(*[t.cpu() for t in args])))
+        return cl.run_body(self.body, args)
 
     def wide_refs(self) -> tuple | None:
         if self._wide is None:
@@ -161,7 +154,15 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
     plugin, body = lookup(r.impl), ops.body_of(op)
     if plugin is None or not plugin.kernels:
         return
-    rc = RegionCheck(regions=[x.id for x in regions], op=op, source=r.source, outputs=output_names(r))
+    known = first_use.info(op)
+    rc = RegionCheck(
+        regions=[x.id for x in regions],
+        op=op,
+        source=r.source,
+        outputs=output_names(r),
+        origin=r.origin.kind,
+        dims=dict(known.dims) if known is not None else {},
+    )
     report.regions.append(rc)
     if body is None or not all(p.is_tensor for p in r.inputs):
         rc.note = f"{NOT_RUN}: " + ("the region body is unknown" if body is None else "the region also reads integers")
@@ -201,7 +202,7 @@ def _plan_op(op, regions, report, runs, ranges, n_sizes, device, gpu, max_ptx, t
             if kernel is None and not _interpretable(spec, cc, report):
                 continue
             try:
-                plan = None if kernel is not None else _record(spec, cfg, r, plugin, body)
+                plan = None if kernel is not None else cl.record_plan(spec, cfg, r.inputs, plugin, body)
             except TTAError as e:
                 cc.how, cc.note = NOT_RUN, f"could not record the launch: {e}"
                 report.notes.append(f"tta::{op} {cc.label} was not checked: {cc.note}")
@@ -227,7 +228,7 @@ def _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs) -> b
         return False
     from ..common import bridge as core
 
-    outs = [_poisoned(tuple(core.eval_expr(d, values) for d in shape), d, inputs[0].device) for shape, d in zip(shapes, dtypes)]
+    outs = [cl.poisoned(tuple(core.eval_expr(d, values) for d in shape), d, inputs[0].device) for shape, d in zip(shapes, dtypes)]
     sc = SizeCheck(env, PASS)
     cc.sizes.append(sc)
     launch = cl.Launch(inputs, outs, compiled=kernel) if kernel is not None else cl.triton_launch(plan, inputs, outs)
@@ -235,24 +236,23 @@ def _add_run(rc, cc, env, case, kernel, plan, guards, shapes, dtypes, runs) -> b
     return True
 
 
-def _compare(sc: SizeCheck, outs, case: _Case, names: list[str], cc: ConfigCheck, tolerances) -> None:
+def _compare(sc: SizeCheck, outs, case: _Case, names: list[str], cc: ConfigCheck, tolerances, rc: RegionCheck) -> None:
     refs = case.refs
     if len(outs) != len(refs):
         sc.status, sc.note = FAIL, f"the kernel writes {len(outs)} outputs, the region body returns {len(refs)}"
         sc.failed = list(names)
         return
-    ok = [ci.close(o, r, tolerances) for o, r in zip(outs, refs)]
-    if not all(ok) and case.wide_refs() is not None:
-        ok = [a or ci.close(o, w, tolerances) for a, o, w in zip(ok, outs, case.wide_refs())]
+    found = mismatch.find(outs, refs, names, tolerances, wide=None)
+    if found is not None and case.wide_refs() is not None:
+        found = mismatch.find(outs, refs, names, tolerances, wide=case.wide_refs())
     sc.errors = {n: (ci.max_error(o, r) if o.shape == r.shape else float("inf")) for n, o, r in zip(names, outs, refs)}
     sc.max_error = max(sc.errors.values(), default=0.0)
-    if all(ok):
+    if found is None:
         return
-    sc.status, sc.failed = FAIL, [n for n, good in zip(names, ok) if not good]
-    shape_off = [f"{n} has shape {tuple(o.shape)}, the body's {tuple(r.shape)}" for n, o, r in zip(names, outs, refs) if o.shape != r.shape]
-    sc.note = "; ".join(shape_off)
-    matches = [[ci.close(o, r, tolerances) for r in refs] for o in outs]
-    sc.hint = order_hint(matches, names, cc.output_params)
+    sc.status, sc.failed = FAIL, found.failed
+    sc.note = "; ".join(found.shapes)
+    fixes = mismatch.fixes(found, params=cc.output_params, launch=cc.launch, origin=rc.origin, source=rc.source)
+    sc.hint = ". ".join(f[0].upper() + f[1:] for f in fixes) or None
 
 
 def _interpretable(spec, cc: ConfigCheck, report: KernelCheck) -> bool:
@@ -271,33 +271,11 @@ def _interpretable(spec, cc: ConfigCheck, report: KernelCheck) -> bool:
     return False
 
 
-def _record(spec, cfg, region, plugin, body):
-    """The launch plan tta compiles from: the launch function run once on fake inputs with the
-    types ``compile_kernels`` gives the kernel (``aot/driver.py``)."""
-    from ..aot import driver
-    from ..aot.compile import region_input_metas
-    from ..aot.session import Session
-
-    session = Session(region_input_metas(region))
-    session.outputs_from_fn(plugin.meta_impl or body, f"tta.{spec.backend}({spec.identity})")
-    return driver.record(spec, dict(cfg), session)
-
-
 def _compiled(region, max_ptx):
     from ..fx.kernels import compile_kernels
 
     major, minor = torch.cuda.get_device_capability()
     return compile_kernels([region], sm=10 * major + minor, max_ptx=max_ptx)[region.op]
-
-
-def _poisoned(shape, dtype_name: str, device) -> torch.Tensor:
-    """An output buffer full of a value no kernel computes by accident (NaN, the smallest int),
-    so elements a kernel never writes show as errors."""
-    from ..common.dtypes import torch_dtype
-
-    dtype = torch_dtype(dtype_name)
-    fill = float("nan") if dtype.is_floating_point else (True if dtype == torch.bool else torch.iinfo(dtype).min)
-    return torch.full(shape, fill, dtype=dtype, device=device)
 
 
 def _as_tuple(x) -> tuple:

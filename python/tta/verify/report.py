@@ -3,10 +3,9 @@ and why, the largest error; and the error a mismatch raises, in words a user can
 
 from __future__ import annotations
 
-import inspect
-import itertools
 from dataclasses import dataclass, field
-from typing import Any
+
+from ..runtime.mismatch import output_params, sizes_text  # noqa: F401 - output_params: where the check reads them
 
 PASS, FAIL, ERROR, SKIPPED, NOT_RUN = "pass", "FAIL", "error", "skipped", "not run"
 
@@ -62,6 +61,8 @@ class RegionCheck:
     note: str = ""
     cached: bool = False
     key: str | None = field(default=None, repr=False)  # of a cached pass
+    origin: str | None = None  # what chose the region: "annotation" (lower_as), "module", "pattern"
+    dims: dict[str, str] = field(default_factory=dict, repr=False)  # export symbol -> the user's Dim name
 
     def __str__(self) -> str:
         head = f"{', '.join(self.regions)} -> tta::{self.op} ({self.source or '?'}), outputs ({', '.join(self.outputs)})"
@@ -118,37 +119,10 @@ class KernelCheck:
     __str__ = __repr__
 
 
-def output_params(launch_fn: Any, n_in: int, n_out: int) -> list[str] | None:
-    """The launch function's parameter names that receive the outputs (after the inputs)."""
-    try:
-        params = [
-            p.name for p in inspect.signature(launch_fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-    except (TypeError, ValueError):
-        return None
-    return params[n_in : n_in + n_out] if len(params) >= n_in + n_out else None
-
-
-def order_hint(matches: list[list[bool]], names: list[str], params: list[str] | None) -> str | None:
-    """When output ``i`` matches output ``p[i]``'s reference for a reordering ``p`` (not the
-    identity), say so: the launch function most likely takes its outputs in another order."""
-    n = len(names)
-    if n < 2 or n > 6:
-        return None
-    for perm in itertools.permutations(range(n)):
-        if list(perm) != list(range(n)) and all(matches[i][perm[i]] for i in range(n)):
-            text = f"the launch function seems to take outputs in another order: tta passes ({', '.join(names)})"
-            if params:
-                text += f" to its parameters ({', '.join(params)})"
-            swaps = [f"the buffer of {names[i]} holds {names[perm[i]]}" for i in range(n) if perm[i] != i]
-            return text + "; " + ", ".join(swaps)
-    return None
-
-
 def mismatch_message(region: RegionCheck, config: ConfigCheck, size: SizeCheck, how_many: int) -> str:
     """The error for the first failing run: region, source line, config, output, error."""
     where = f"region {', '.join(region.regions)} ({region.source or 'source unknown'})"
-    at = ", ".join(f"{k}={v}" for k, v in size.sizes.items()) or "its static shapes"
+    at = sizes_text(size.sizes, region.dims)
     if size.status == ERROR:
         msg = f"tta: the kernel of {where}, config {config.label}, failed when run at {at} ({config.how}): {size.note}"
     else:
@@ -166,4 +140,4 @@ def mismatch_message(region: RegionCheck, config: ConfigCheck, size: SizeCheck, 
             msg += f". {size.hint[0].upper()}{size.hint[1:]}"
     if how_many > 1:
         msg += f" ({how_many - 1} more failing run(s) in the report)"
-    return msg + ". Pass check_kernels=False to skip this check."
+    return msg + ". To skip this check: check_kernels=False"

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .launch import Launch, error_text
+from .kernel_runs import Launch, error_text
 
 _in_process_lock = threading.Lock()
 

@@ -1,9 +1,10 @@
-"""How ``tta.verify.check`` runs a kernel: one ``Launch`` per (config, size), run in one batch.
+"""How a kernel runs for a check (``tta.verify.check``, ``first_use.py``): one ``Launch`` per
+(config, size), run in one batch.
 
 * On a GPU: the compiled artifact TensorRT would receive, loaded and launched as TensorRT's AOT
   plugin runtime does (``gpu/driver.py``: cuModuleLoadData, cuLaunchKernel with input
   pointers, int32 extras, output pointers).
-* On a CPU: a Triton kernel under Triton's interpreter (``check_interpreter.py``), with every
+* On a CPU: a Triton kernel under Triton's interpreter (``interpreter.py``), with every
   kernel parameter bound as the plugin binds it (the recorded plan: which port each pointer is,
   each int32 extra's shape expression, each compiled-in constant), on CPU tensors.
 """
@@ -79,3 +80,47 @@ def run_on_gpu(launches: Sequence[Launch]) -> list[str | None]:
 def error_text(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".strip()
     return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + " ..."
+
+
+# -- what both checks run a kernel against -----------------------------------------------------
+
+
+def record_plan(spec: Any, config: dict, input_ports: Sequence[Any], plugin: Any, body: Any) -> Any:
+    """The launch plan tta compiles from: the launch function run once on fake inputs with the
+    types ``compile_kernels`` gives the kernel (``aot/driver.py``)."""
+    from ..aot import driver
+    from ..aot.compile import region_input_types
+    from ..aot.session import Session
+
+    session = Session(region_input_types(input_ports))
+    session.outputs_from_fn(plugin.meta_impl or body, f"tta.{spec.backend}({spec.identity})")
+    return driver.record(spec, dict(config), session)
+
+
+def poisoned(shape: Sequence[int], dtype_name: str, device: Any) -> torch.Tensor:
+    """An output buffer full of a value no kernel computes by accident (NaN, the smallest int),
+    so elements a kernel never writes show as errors."""
+    from ..common.dtypes import torch_dtype
+
+    dtype = torch_dtype(dtype_name)
+    fill = float("nan") if dtype.is_floating_point else (True if dtype == torch.bool else torch.iinfo(dtype).min)
+    return torch.full(tuple(shape), fill, dtype=dtype, device=device)
+
+
+def run_body(body: Any, args: Sequence[Any]) -> tuple:
+    """The region body on ``args``, its outputs as a tuple. A body holding CPU constants (a model
+    exported on the CPU) that cannot take CUDA inputs runs on CPU copies, its outputs moved back
+    to the inputs' device."""
+    try:
+        return _as_tuple(body(*args))
+    except RuntimeError:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if not tensors or tensors[0].device.type == "cpu":
+            raise
+        device = tensors[0].device
+        outs = body(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
+        return tuple(o.to(device) if isinstance(o, torch.Tensor) else o for o in _as_tuple(outs))
+
+
+def _as_tuple(x: Any) -> tuple:
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
