@@ -140,3 +140,38 @@ def test_gpu_outputs_in_another_order_are_refused_by_default():
     good, x = _add_rmsnorm(cc.AddRMSNorm, cc.TTA_ORDER)
     y, h = _program(good.cuda(), x.cuda())(x.cuda())
     torch.testing.assert_close(h, (x.cuda() + good.cuda().residual) + 1)
+
+
+def test_a_signature_it_cannot_judge_is_named_once_and_settled(monkeypatch):
+    """A region that draws random numbers cannot match its kernel: warned, never refused, and
+    later calls with that signature copy nothing."""
+
+    class Noisy(torch.nn.Module):
+        def __init__(self, plugin):
+            super().__init__()
+            self.plugin = plugin
+
+        def forward(self, x):
+            with tta.lower_as(impl=self.plugin):
+                scaled = x * 2 + torch.rand_like(x)
+            return scaled
+
+    plugin = tta.custom_plugin(kernel=tta.triton(cc.launch_scale, configs=[{"BLOCK": 64}]), name="first_use_noisy")
+    x = torch.randn(6, 40)
+    run = _program(Noisy(plugin), x, check_kernels=True)
+    copied = []
+    original = first_use.copies
+    monkeypatch.setattr(first_use, "copies", lambda xs: copied.append(1) or original(xs))
+    with pytest.warns(tta.KernelCheckWarning, match="draws random numbers"):
+        run(x)
+    run(x)
+    assert len(copied) == 1
+
+
+def test_user_names_skip_lines_that_do_not_name_the_value():
+    from tta.fx.user_names import _ASSIGNED
+
+    assert _ASSIGNED.match("    scaled = x * 2").group(1) == "scaled"
+    assert _ASSIGNED.match("    y: torch.Tensor = f(x)").group(1) == "y"
+    for line in ("    x += 1", "    a, b = f(x)", "    self.x = y", "    if a == b:"):
+        assert _ASSIGNED.match(line) is None, line

@@ -26,6 +26,8 @@ def value_name(node: torch.fx.Node) -> str | None:
     """The variable the node's source line assigns it to, when the node is what that line
     computes last (no reader of it comes from the same line), else None."""
     line = _code_line(node)
+    if line and (";" in line or line.rstrip().endswith((",", "(", "[", "{", "\\"))):
+        return None  # several statements, or a line inside a call (`scale=x * s,` is a keyword)
     m = _ASSIGNED.match(line) if line else None
     if m is None:
         return None

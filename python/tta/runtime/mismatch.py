@@ -50,7 +50,7 @@ def find(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor], names: Sequ
         return None
     m = Mismatch(names)
     m.errors = {n: (max_error(o, r) if o.shape == r.shape else float("inf")) for n, o, r in zip(names, outs, refs)}
-    m.failed = [n for n, good in zip(names, ok) if not good]
+    m.failed = [n for n, good in zip(names, ok) if not good] or list(names)  # no pairs: the counts differ
     m.shapes = [f"{n} has shape {tuple(o.shape)}, the body's {tuple(r.shape)}" for n, o, r in zip(names, outs, refs) if o.shape != r.shape]
     m.order = _order(outs, refs, tolerances)
     if m.order is None:
