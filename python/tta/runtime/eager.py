@@ -58,7 +58,7 @@ def run(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple[tu
     why = why_not(plugin, inputs)
     if why is not None:
         return None, why
-    spec = next(s for s in plugin.kernels if installed(s.backend))
+    spec = installed_spec(plugin)
     shapes = _output_shapes(plugin, inputs, body)
     if shapes is None:
         return None, "the output shapes are unknown (no meta_impl and no region body)"
@@ -69,6 +69,11 @@ def run(plugin, inputs: Sequence[Any], body: Callable | None = None) -> tuple[tu
     with torch.cuda.device(device):
         outs = launch_first_fitting(spec, args, outs)
     return (outs, None) if outs is not None else (None, f"every config of {spec.identity} refused these sizes")
+
+
+def installed_spec(plugin):
+    """The plugin's first kernel spec whose DSL is installed: the one its eager call runs."""
+    return next((s for s in plugin.kernels if installed(s.backend)), None)
 
 
 def launch_first_fitting(spec, args: Sequence[torch.Tensor], outs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...] | None:

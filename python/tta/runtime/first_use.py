@@ -18,6 +18,7 @@ switch is the op's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -29,7 +30,8 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from ..errors import KernelCheckError, KernelCheckWarning
 from . import mismatch
-from .kernel_runs import error_text, poisoned, record_plan, run_body
+from .eager import installed_spec
+from .kernel_runs import error_text, poisoned, record_plan, run_body, wide_refs
 
 _OFF = ("0", "false", "no", "off")
 _MAX_SEEN = 4096
@@ -174,7 +176,7 @@ def _compare_call(op, known, ports, plugin, body, before, inputs, outs, ran) -> 
             # Other right answers: a kernel that keeps fp32 where the region rounds to fp16/bf16
             # between ops, a Triton tl.dot on fp32 that uses TF32 (its default) where torch's
             # matmul does not.
-            for alt in (_wide_refs(body, before, refs) if _narrow(before) else None, _tf32_refs(body, before, refs, on_cuda)):
+            for alt in (wide_refs(body, before, refs), _tf32_refs(body, before, refs, on_cuda)):
                 if found is not None and alt:
                     found = mismatch.find(got, refs, names, wide=alt)
     return found, label
@@ -191,8 +193,6 @@ def _draws_random(body: Any) -> bool:
 def _no_autocast(inputs):
     """The body as the op's kernel sees it: the op has no autocast kernel, so its inputs come
     in their own dtypes; the body must not be cast again inside the check."""
-    import contextlib
-
     device = next((t.device.type for t in inputs if isinstance(t, torch.Tensor)), "cpu")
     try:
         return torch.autocast(device_type=device, enabled=False)
@@ -211,18 +211,6 @@ def _tf32_refs(body, before, refs, on_cuda: bool) -> list | None:
         return None
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
-
-
-def _narrow(inputs) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) for t in inputs)
-
-
-def _wide_refs(body, before, refs) -> list | None:
-    try:
-        wide = [t.float() if isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) else t for t in before]
-        return [o.to(r.dtype) for o, r in zip(run_body(body, wide), refs)]
-    except Exception:  # noqa: BLE001 - no fp32 reference: the narrow one decides
-        return None
 
 
 def _unchecked(op: str, known: OpInfo, why: str) -> None:
@@ -282,9 +270,7 @@ def _where(op: str, known: OpInfo) -> str:
 
 
 def _error(op, known, plugin, in_ports, out_ports, before, found, label) -> KernelCheckError:
-    from ..declare.specs import installed
-
-    spec = next((k for k in plugin.kernels if installed(k.backend)), plugin.kernels[0] if plugin.kernels else None)
+    spec = installed_spec(plugin) or (plugin.kernels[0] if plugin.kernels else None)
     params = mismatch.output_params(spec.launch_fn, len(in_ports), len(out_ports)) if spec is not None else None
     origin = known.regions[0][2] if known.regions else None
     source = known.regions[0][1] if known.regions else None

@@ -122,5 +122,21 @@ def run_body(body: Any, args: Sequence[Any]) -> tuple:
         return tuple(o.to(device) if isinstance(o, torch.Tensor) else o for o in _as_tuple(outs))
 
 
+_NARROW = (torch.float16, torch.bfloat16)
+
+
+def wide_refs(body: Any, inputs: Sequence[Any], refs: Sequence[torch.Tensor]) -> list | None:
+    """The body's outputs computed from fp32 copies of its fp16/bf16 inputs, in the reference
+    outputs' dtypes: what a kernel that keeps fp32 between ops computes. None when no input is
+    fp16/bf16 or the body fails on fp32."""
+    if not any(isinstance(t, torch.Tensor) and t.dtype in _NARROW for t in inputs):
+        return None
+    try:
+        wide = [(t.float() if t.dtype in _NARROW else t.clone()) if isinstance(t, torch.Tensor) else t for t in inputs]
+        return [o.to(r.dtype) for o, r in zip(run_body(body, wide), refs)]
+    except Exception:  # noqa: BLE001 - no fp32 reference: the narrow one decides
+        return None
+
+
 def _as_tuple(x: Any) -> tuple:
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)

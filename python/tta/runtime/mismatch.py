@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -144,13 +143,6 @@ def sizes_text(env: dict[str, int], names: dict[str, str] | None = None) -> str:
     """``b=2, n=48``: symbol values under the names the user gave the dims (``Dim("b")``)."""
     names = names or {}
     return ", ".join(f"{names.get(k, k)}={v}" for k, v in env.items()) or "its static shapes"
-
-
-def user_terms(text: str, names: dict[str, str] | None) -> str:
-    """``text`` with every export symbol (``s77``) replaced by the user's name for it."""
-    if not names:
-        return text
-    return re.sub(r"\b[su]\d+\b", lambda mt: names.get(mt.group(0), mt.group(0)), text)
 
 
 def output_params(launch_fn: Any, n_in: int, n_out: int) -> list[str] | None:

@@ -28,6 +28,7 @@ from ..errors import KernelCheckError, KernelCheckWarning, TTAError
 from ..runtime import first_use, mismatch
 from ..runtime import interpreter as check_interpreter
 from ..runtime import kernel_runs as cl
+from ..runtime.mismatch import output_params
 from . import cache as check_cache
 from . import inputs as ci
 from .report import (
@@ -41,7 +42,6 @@ from .report import (
     RegionCheck,
     SizeCheck,
     mismatch_message,
-    output_params,
 )
 
 _TITLES = {"triton": "Triton", "cutile": "cuTile", "cutedsl": "CuTeDSL"}
@@ -130,19 +130,15 @@ class _Case:
 
     def __init__(self, body, inputs: list[torch.Tensor]):
         self.body, self.inputs = body, inputs
-        self.refs = _as_tuple(self._run([t.clone() for t in inputs]))
+        self.refs = self._run([t.clone() for t in inputs])
         self._wide = None
 
     def _run(self, args: list[torch.Tensor]):
         return cl.run_body(self.body, args)
 
-    def wide_refs(self) -> tuple | None:
+    def wide_refs(self) -> list | None:
         if self._wide is None:
-            try:
-                wide = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t.clone() for t in self.inputs]
-                self._wide = tuple(o.to(r.dtype) for o, r in zip(_as_tuple(self._run(wide)), self.refs))
-            except Exception:
-                self._wide = ()
+            self._wide = cl.wide_refs(self.body, self.inputs, self.refs) or ()
         return self._wide or None
 
 
@@ -276,10 +272,6 @@ def _compiled(region, max_ptx):
 
     major, minor = torch.cuda.get_device_capability()
     return compile_kernels([region], sm=10 * major + minor, max_ptx=max_ptx)[region.op]
-
-
-def _as_tuple(x) -> tuple:
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
 def _cuda_python(report: KernelCheck) -> bool:

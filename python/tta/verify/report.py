@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..runtime.mismatch import output_params, sizes_text  # noqa: F401 - output_params: where the check reads them
+from ..runtime.mismatch import sizes_text
 
 PASS, FAIL, ERROR, SKIPPED, NOT_RUN = "pass", "FAIL", "error", "skipped", "not run"
 
