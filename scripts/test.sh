@@ -26,6 +26,14 @@ rm -rf "$LOGS" && mkdir -p "$LOGS"
 # can say which test was running.
 export TTA_TEST_CURRENT="$PWD/$LOGS/current-test"
 export TTA_REQUIRE_TOOLS=1  # the PTX tests assemble and disassemble with the CUDA tools setup installed
+# One cache folder for the run, shared by every step and environment, empty at the start: the run
+# neither reads nor fills the user's caches, and no kernel is compiled twice in it (the compile
+# ledger, tests/python/compile_ledger.py, records each compile; the last step checks it).
+# Environments with different Triton versions compile their own kernels: the keys differ.
+CACHES="$PWD/target/test-cache"
+rm -rf "$CACHES"
+export TTA_CACHE_DIR="$CACHES/tta" TRITON_CACHE_DIR="$CACHES/triton" TORCHINDUCTOR_CACHE_DIR="$CACHES/inductor"
+export TTA_COMPILE_LOG="$PWD/$LOGS/compiles.tsv"
 START=$SECONDS
 TIMES=()
 
@@ -115,4 +123,5 @@ pytest_step "pytest -m trt (Torch-TensorRT 2.14, tensorrt.plugin 11.1 and 11.4 o
 TTA_TRT_BINDINGS=.venv-torch2.14/lib/python3.11/site-packages \
   pytest_step "pytest -m trt, cuTile and CuTeDSL custom ops (.venv with the plugin package of .venv-torch2.14)" 10m .venv/bin/python \
   -m "trt and (cutile or cutedsl)" tests/python/trt/test_custom_op_dsl.py
+step "no kernel compiled twice (the compile ledger)" 1m python3 scripts/compiled_kernels.py --check "$LOGS"
 summary

@@ -1,4 +1,5 @@
-"""The closing lines of scripts/test.sh: tests per pytest step and the 20 slowest tests of the run.
+"""The closing lines of scripts/test.sh: tests per pytest step, the kernels the run compiled
+(scripts/compiled_kernels.py) and the 20 slowest tests of the run.
 
 Reads the JUnit files the pytest steps wrote into the log folder (standard library only, so it
 runs with any python3). Usage: python3 scripts/test_summary.py LOG-DIR [N]
@@ -9,6 +10,8 @@ from __future__ import annotations
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import compiled_kernels  # beside this file
 
 
 def _cases(xml: Path):
@@ -47,6 +50,7 @@ def main(argv: list[str]) -> int:
     for step, counts in steps.items():
         said = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
         print(f"     {step}: {said}")
+    compiled_kernels.summary(compiled_kernels.read(logs))
     print(f"== {slowest} slowest tests")
     for step, test, seconds, _ in sorted(cases, key=lambda c: -c[2])[:slowest]:
         print(f"   {seconds:7.1f} s  {test}  [{step}]")

@@ -4,6 +4,9 @@ import sys
 
 import pytest
 
+# The compile ledger (TTA_COMPILE_LOG): what the run compiles, for scripts/test_summary.py.
+pytest_plugins = ["compile_ledger"]
+
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 if FIXTURES not in sys.path:
     sys.path.insert(0, FIXTURES)

@@ -157,10 +157,10 @@ def _compile(fn, n_inputs=1, config=None, max_ptx=90):
 
 
 @pytest.mark.kernels
-def test_compile_then_call_is_recorded_like_a_direct_call():
+def test_compile_then_call_is_recorded_like_a_direct_call(compiled):
     k = _compile(cases.launch_via_compile, n_inputs=2)
-    ex = by_name("cutedsl_add_relu")
-    direct = compile_spec(ex.spec(), {"THREADS": 256}, ex.input_metas(torch.float32), ex.meta, 90, 90)
+    configs = by_name("cutedsl_add_relu").spec().config_dicts()
+    direct = compiled[("cutedsl_add_relu", torch.float32)][configs.index({"THREADS": 256})]
     assert (k.grid, k.extras, k.block, k.code) == (direct.grid, direct.extras, direct.block, direct.code)
 
 
@@ -197,11 +197,11 @@ def test_refuses_what_tensorrt_cannot_launch(fn, n_inputs, message):
 
 
 @pytest.mark.kernels
-def test_tensor_parameters_get_a_pointer_abi_entry():
+def test_tensor_parameters_get_a_pointer_abi_entry(compiled):
     """A kernel taking cute.Tensor parameters, launched with from_dlpack: the generated entry
     takes pointers and int32 extras; a dim static in the plugin's signature is compiled in."""
     ex = by_name("cutedsl_tensor_add_relu")
-    dynamic = compile_spec(ex.spec(), ex.configs[0], ex.input_metas(torch.float16), ex.meta, 90, 90)
+    dynamic = compiled[("cutedsl_tensor_add_relu", torch.float16)][ex.spec().config_dicts().index(ex.configs[0])]
     assert dynamic.extras == ("i0_0", "i0_1", "i1_0", "i1_1", "i0_0", "i0_1")
     assert [h["kind"] for h in dynamic.meta["host"]] == ["tensor", "tensor", "tensor", "constexpr"]
     static = compile_spec(ex.spec(), ex.configs[0], [TensorType.make(torch.float16, [None, 1024])] * 2, ex.meta, 90, 90)

@@ -50,6 +50,7 @@ def test_threads_rewriting_one_program_agree_and_register_each_op_once(monkeypat
 
 
 @pytest.mark.kernels
+@pytest.mark.compiles_again  # eight threads miss one empty cache at once: each compiles every kernel
 def test_threads_compiling_at_once_agree_and_store_one_entry_per_kernel(tmp_path):
     fused, rms = cm.plugins()
     result = tta.rewrite(cm.export(cm.Model(fused, rms)))
