@@ -40,7 +40,11 @@ def test_a_compile_is_recorded_once_and_a_second_cache_compiles_it_again(monkeyp
     _compile_double()
     _compile_double()  # a hit in the same cache: nothing compiled
     (first,) = compiled_kernels.read(tmp_path)
-    assert first.dsl == "triton" and first.seconds > 0 and first.test.endswith(test_a_compile_is_recorded_once_and_a_second_cache_compiles_it_again.__name__)
+    assert (
+        first.dsl == "triton"
+        and first.seconds > 0
+        and first.test.endswith(test_a_compile_is_recorded_once_and_a_second_cache_compiles_it_again.__name__)
+    )
     assert compiled_kernels.check([first]) == 0
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "two"))
     _compile_double()  # an empty cache: the same kernel compiled again
