@@ -239,6 +239,10 @@ def rewritten():
     return tta.rewrite(ep.run_decompositions())
 
 
+# Seen compiling one Triton kernel twice in the full `-m trt` run (never alone): threads register
+# the ops at once, and their kernels compile both in compile_kernels' forked pool and for the QDP
+# entries.
+@pytest.mark.compiles_again
 def test_region_ops_register_concurrently_and_match_compile_kernels(rewritten):
     ops = [r.op for r in rewritten.outlined]
     assert len(ops) == 2
