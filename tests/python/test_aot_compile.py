@@ -89,3 +89,43 @@ def test_conformance_runner_plumbing_without_a_gpu(tmp_path):
         assert all(r.status == "error" and r.note for r in rows)
     md = conformance.markdown(rows)
     assert md.count("\n") == len(rows) + 2
+
+
+@pytest.mark.kernels
+def test_requests_of_several_plugins_compile_in_one_pool_and_a_shared_task_once(monkeypatch, tmp_path):
+    from tta.common.cache import Cache
+
+    pools = []
+    real = C.run_tasks
+    monkeypatch.setattr(C, "run_tasks", lambda tasks, *a, **kw: pools.append(len(tasks)) or real(tasks, *a, **kw))
+    add, soft = by_name("triton_add_relu"), by_name("triton_softmax")
+    requests = [
+        C.Request([ex.spec()], ex.input_metas(torch.float16), ex.meta)
+        for ex in (add, soft, add)  # the third repeats the first
+    ]
+    timed: list = []
+    got = C.compile_requests(requests, cache=Cache(tmp_path), pool="serial", progress=False, timings=timed)
+    n_add, n_soft = len(add.spec().config_dicts()), len(soft.spec().config_dicts())
+    assert [len(ks) for ks in got] == [n_add, n_soft, n_add] and pools == [n_add + n_soft]
+    assert got[2] == got[0]
+    assert [bool("dsl" in t.times) for t in timed] == [True] * (n_add + n_soft) + [False] * n_add
+    # Each request alone, through the cache the batch filled: the same kernels, nothing compiled.
+    assert [C.compile_specs(r.specs, r.input_metas, r.output_metas, cache=Cache(tmp_path)) for r in requests] == got
+    assert pools == [n_add + n_soft, 0, 0, 0]
+
+
+@pytest.mark.kernels
+def test_a_rewrites_plugins_compile_in_one_pool(monkeypatch, tmp_path):
+    import tta
+    from tta.common.cache import Cache
+    from tta.tools.gpu.models import RMSNORM, SWIGLU, LlamaBlock
+
+    pools = []
+    real = C.run_tasks
+    monkeypatch.setattr(C, "run_tasks", lambda tasks, *a, **kw: pools.append(len(tasks)) or real(tasks, *a, **kw))
+    x = torch.randn(2, 8, 64, dtype=torch.float16)
+    result = tta.rewrite(torch.export.export(LlamaBlock(64, 4, 128).eval().half(), (x,)))
+    kernels = result.compile_kernels(cache=Cache(tmp_path), pool="serial", progress=False)
+    n = {p.name: sum(len(s.config_dicts()) for s in p.kernels) for p in (RMSNORM, SWIGLU)}
+    assert sorted(len(ks) for ks in kernels.values()) == sorted(n.values())  # the two RMSNorms share one op
+    assert pools == [sum(n.values())]

@@ -13,19 +13,21 @@ Threads or processes: see ``_POOL`` below.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import functools
 import hashlib
 import multiprocessing
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..common.cache import Cache, digest
 from ..common.dtypes import dtype_name
 from ..common.identity import qualified_name, reachable_code, source_digest
 from ..errors import PluginError
+from . import phases
 from .base import CompiledKernel, input_symbol
 from .driver import backend, compile_spec
 from .progress import Progress
@@ -48,6 +50,7 @@ class Task:
     max_ptx: int | None
     options: dict
     key: str = ""
+    times: dict[str, float] = field(default_factory=dict)  # seconds per phase (phases.py), once run
 
     @property
     def label(self) -> str:
@@ -117,8 +120,11 @@ def _tta_version() -> str:
         return "0"
 
 
-def _compile_one(task: Task) -> CompiledKernel:
-    return compile_spec(task.spec, task.config, task.input_metas, task.output_metas, task.sm, task.max_ptx, **task.options)
+def _compile_one(task: Task) -> tuple[CompiledKernel, dict[str, float]]:
+    """The task's kernel and the seconds each phase of its compile took."""
+    with phases.timing() as times:
+        k = compile_spec(task.spec, task.config, task.input_metas, task.output_metas, task.sm, task.max_ptx, **task.options)
+    return k, times
 
 
 # Forked workers read their tasks from here (inherited memory), so nothing but an index is
@@ -126,7 +132,7 @@ def _compile_one(task: Task) -> CompiledKernel:
 _FORK_TASKS: list[Task] = []
 
 
-def _fork_worker(i: int) -> tuple[int, CompiledKernel | None, str | None]:
+def _fork_worker(i: int) -> tuple[int, tuple[CompiledKernel, dict] | None, str | None]:
     try:
         return i, _compile_one(_FORK_TASKS[i]), None
     except PluginError as e:
@@ -146,7 +152,8 @@ def _cuda_initialized() -> bool:
 def run_tasks(
     tasks: Sequence[Task], jobs: int | None = None, pool: str | None = None, progress: bool | None = None
 ) -> list[CompiledKernel]:
-    """Compile ``tasks`` (no cache), in parallel where possible; results in task order.
+    """Compile ``tasks`` (no cache), in parallel where possible; results in task order. Each
+    task's ``times`` gets the seconds per phase of its compile.
     ``progress``: the stderr progress line (``aot/progress.py``; None: on a terminal only)."""
     n = len(tasks)
     if n == 0:
@@ -156,7 +163,9 @@ def run_tasks(
     results: list[CompiledKernel | None] = [None] * n
     with Progress(n, progress) as bar:
         _run(tasks, jobs, pool, results, bar)
-    return results  # type: ignore[return-value]
+    for t, (_, times) in zip(tasks, results):
+        phases.add(t.times, times)
+    return [k for k, _ in results]  # type: ignore[misc]
 
 
 def _run(tasks: Sequence[Task], jobs: int, pool: str, results: list, bar: Progress) -> None:
@@ -186,16 +195,89 @@ def _run(tasks: Sequence[Task], jobs: int, pool: str, results: list, bar: Progre
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
             futs = [ex.submit(_fork_worker, i) for i in range(n)]
             for f in cf.as_completed(futs):
-                i, k, err = f.result()
+                i, done, err = f.result()
                 if err is not None:
                     errors.append((i, err))
-                results[i] = k
+                results[i] = done
                 bar.step(tasks[i].label)
     finally:
         _FORK_TASKS = []
     if errors:
         errors.sort()
         raise PluginError(errors[0][1] + (f" (and {len(errors) - 1} more failing configs)" if len(errors) > 1 else ""))
+
+
+@dataclass
+class Request:
+    """One plugin's kernels for one signature: every config of every spec, for these inputs."""
+
+    specs: Sequence[Any]
+    input_metas: Sequence[TensorType]
+    output_metas: Any  # list[TensorType] | Callable (a meta_impl or region body)
+    sm: int = 90
+    max_ptx: int | None = 90
+    options: dict = field(default_factory=dict)
+
+    def tasks(self) -> list[Task]:
+        return [
+            Task(spec, dict(cfg), list(self.input_metas), self.output_metas, self.sm, self.max_ptx, dict(self.options))
+            for spec in self.specs
+            for cfg in spec.config_dicts()
+        ]
+
+
+def compile_requests(
+    requests: Sequence[Request],
+    cache: Cache | None | bool = None,
+    jobs: int | None = None,
+    pool: str | None = None,
+    progress: bool | None = None,
+    timings: list[Task] | None = None,
+) -> list[list[CompiledKernel]]:
+    """Every request's kernels, in order (spec-major within each), through the cache; the misses
+    of all requests compile in one pool, so a model's plugins compile side by side and a task two
+    requests share compiles once. ``cache=False`` disables the cache; None uses the default
+    directory. ``timings``: a list that gets every task, each with the seconds per phase it took
+    (``Task.times``; a cache hit has only ``cache``)."""
+    if cache is None or cache is True:
+        cache = Cache()
+    per_request = [r.tasks() for r in requests]
+    tasks = [t for ts in per_request for t in ts]
+    results: list[CompiledKernel | None] = [None] * len(tasks)
+    misses: dict[str, list[int]] = {}  # key -> the tasks that wait for it (the first compiles)
+    toolchains: dict[str, dict] = {}
+    for i, t in enumerate(tasks):
+        if cache is False:
+            misses[str(i)] = [i]
+            continue
+        with _timed(t, "cache"):
+            if t.spec.backend not in toolchains:
+                toolchains[t.spec.backend] = backend(t.spec.backend).toolchain()
+            t.key = task_key(t, toolchains[t.spec.backend])
+            payload = None if t.key in misses else cache.get(t.key)
+            if payload is not None:
+                results[i] = CompiledKernel.from_json(payload["kernel"])
+                continue
+        misses.setdefault(t.key, []).append(i)
+    waiting = list(misses.values())
+    compiled = run_tasks([tasks[w[0]] for w in waiting], jobs=jobs, pool=pool, progress=progress)
+    for w, k in zip(waiting, compiled):
+        for i in w:
+            results[i] = k
+        if cache is not False:
+            with _timed(tasks[w[0]], "cache"):
+                cache.put(tasks[w[0]].key, {"kernel": k.to_json(), "label": tasks[w[0]].label})
+    if timings is not None:
+        timings.extend(tasks)
+    out, at = [], 0
+    for ts in per_request:
+        out.append(results[at : at + len(ts)])
+        at += len(ts)
+    return out  # type: ignore[return-value]
+
+
+# compile_specs' and compile_plugin's keywords that say how to run, not what to compile.
+RUN_OPTIONS = ("cache", "jobs", "pool", "progress", "timings")
 
 
 def compile_specs(
@@ -208,36 +290,35 @@ def compile_specs(
     jobs: int | None = None,
     pool: str | None = None,
     progress: bool | None = None,
+    timings: list[Task] | None = None,
     **options: Any,
 ) -> list[CompiledKernel]:
-    """Every config of every spec, in order (spec-major). ``cache=False`` disables the cache;
-    None uses the default directory."""
-    if cache is None or cache is True:
-        cache = Cache()
-    tasks = [
-        Task(spec, dict(cfg), list(input_metas), output_metas, sm, max_ptx, dict(options)) for spec in specs for cfg in spec.config_dicts()
-    ]
-    results: list[CompiledKernel | None] = [None] * len(tasks)
-    misses = []
-    toolchains: dict[str, dict] = {}
-    for i, t in enumerate(tasks):
-        if cache is False:
-            misses.append(i)
-            continue
-        if t.spec.backend not in toolchains:
-            toolchains[t.spec.backend] = backend(t.spec.backend).toolchain()
-        t.key = task_key(t, toolchains[t.spec.backend])
-        payload = cache.get(t.key)
-        if payload is not None:
-            results[i] = CompiledKernel.from_json(payload["kernel"])
-            continue
-        misses.append(i)
-    compiled = run_tasks([tasks[i] for i in misses], jobs=jobs, pool=pool, progress=progress)
-    for i, k in zip(misses, compiled):
-        results[i] = k
-        if cache is not False:
-            cache.put(tasks[i].key, {"kernel": k.to_json(), "label": tasks[i].label})
-    return results  # type: ignore[return-value]
+    """Every config of every spec, in order (spec-major); see ``compile_requests``."""
+    (out,) = compile_requests([Request(specs, input_metas, output_metas, sm, max_ptx, options)], cache, jobs, pool, progress, timings)
+    return out
+
+
+@contextlib.contextmanager
+def _timed(task: Task, name: str):
+    """Charge the time inside to ``task``'s phase ``name``."""
+    with phases.timing() as times, phases.phase(name):
+        yield
+    phases.add(task.times, times)
+
+
+def plugin_request(
+    plugin: Any, input_metas: Sequence[TensorType], output_metas: Any = None, sm: int = 90, max_ptx: int | None = 90, **options: Any
+) -> Request:
+    """All tactics of a plugin (each spec x config) for these input dtypes/shapes. Output shapes
+    come from ``output_metas``, else from the plugin's ``meta_impl``."""
+    out = output_metas if output_metas is not None else plugin.meta_impl
+    if out is None:
+        raise PluginError(
+            f"{plugin.name}: compiling needs the output shapes: give the plugin a meta_impl or pass output_metas (e.g. the region body)"
+        )
+    if not plugin.kernels:
+        raise PluginError(f"{plugin.name}: the plugin has no kernels to compile")
+    return Request(plugin.kernels, input_metas, out, sm, max_ptx, options)
 
 
 def compile_plugin(
@@ -248,16 +329,10 @@ def compile_plugin(
     max_ptx: int | None = 90,
     **kw: Any,
 ) -> list[CompiledKernel]:
-    """All tactics of a plugin (each spec x config) for these input dtypes/shapes. Output shapes
-    come from ``output_metas``, else from the plugin's ``meta_impl``."""
-    out = output_metas if output_metas is not None else plugin.meta_impl
-    if out is None:
-        raise PluginError(
-            f"{plugin.name}: compiling needs the output shapes: give the plugin a meta_impl or pass output_metas (e.g. the region body)"
-        )
-    if not plugin.kernels:
-        raise PluginError(f"{plugin.name}: the plugin has no kernels to compile")
-    return compile_specs(plugin.kernels, input_metas, out, sm=sm, max_ptx=max_ptx, **kw)
+    """``plugin_request``'s kernels, compiled; ``kw``: compile options and ``RUN_OPTIONS``."""
+    run = {k: kw.pop(k) for k in RUN_OPTIONS if k in kw}
+    (out,) = compile_requests([plugin_request(plugin, input_metas, output_metas, sm, max_ptx, **kw)], **run)
+    return out
 
 
 def export_ranges(program: Any) -> dict[str, tuple[int, int | None]]:

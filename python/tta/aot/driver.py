@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from ..common.identity import qualified_name
 from ..declare.specs import KERNEL_DSLS
 from ..errors import PluginError
+from . import phases
 from .base import CompiledKernel
 from .record import Interceptor, one_launch, run_launch
 from .session import Session, TensorType
@@ -93,15 +94,18 @@ def compile_spec(
     unknown = set(options) - b.options
     if unknown:
         raise PluginError(f"{where}: unknown {b.title} compile options {sorted(unknown)}")
-    session = Session(input_types)
-    if callable(output_types):
-        session.outputs_from_fn(output_types, where)
-    else:
-        session.outputs_from_metas(output_types)
-    plan = record(spec, dict(config), session)
-    types = session.port_types()
+    with phases.phase("session"):
+        session = Session(input_types)
+        if callable(output_types):
+            session.outputs_from_fn(output_types, where)
+        else:
+            session.outputs_from_metas(output_types)
+    with phases.phase("record"):
+        plan = record(spec, dict(config), session)
+        types = session.port_types()
     frozen = tuple(sorted(config.items()))
-    art = b.build(plan, sm, max_ptx, frozen, where, **options)
+    with phases.phase("read back"):  # the backend's build marks its DSL's own compile inside
+        art = b.build(plan, sm, max_ptx, frozen, where, **options)
     return CompiledKernel(
         backend=b.name,
         entry=art.entry,

@@ -10,6 +10,7 @@ from typing import Sequence
 from ..common import bridge as core
 from ..common.bridge import ParamRole, PtxEntry, QdpSlots
 from ..errors import GraphError, PluginError
+from . import phases
 
 
 def isa_text(ptx_option: int) -> str:
@@ -101,7 +102,8 @@ def plain_target(ptx: str, sm: int, ptxas: str | None, where: str = "") -> tuple
         src = os.path.join(d, "k.ptx")
         with open(src, "w") as f:
             f.write(plain)
-        r = subprocess.run([ptxas, f"-arch=sm_{sm}", src, "-o", os.path.join(d, "k.cubin")], capture_output=True, text=True)
+        with phases.phase("ptxas check"):
+            r = subprocess.run([ptxas, f"-arch=sm_{sm}", src, "-o", os.path.join(d, "k.cubin")], capture_output=True, text=True)
     if r.returncode != 0:
         first = (r.stderr.replace(src, "k.ptx").strip().splitlines() or ["ptxas failed"])[0]
         return ptx, f"{where}: needs sm_{sm}a: {first}"

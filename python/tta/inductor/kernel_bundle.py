@@ -31,14 +31,15 @@ def compile_bundle(
     from .rewritten import rewritten
 
     result = rewritten(model, example_inputs, dynamic_shapes, selectors, strict, "inductor")
-    out: Bundle = {}
+    wanted = {}  # plugin name -> its first region
     for region in result.outlined:
         sig = ops.signature_of(region.op) if region.op else None
         plugin = sig[2] if sig else None
-        if plugin is None or plugin.name in out or not plugin.kernels or any(k.backend == "triton" for k in plugin.kernels):
+        if plugin is None or plugin.name in wanted or not plugin.kernels or any(k.backend == "triton" for k in plugin.kernels):
             continue
-        out[plugin.name] = compile_kernels([region], sm=sm, max_ptx=max_ptx)[region.op]
-    return out
+        wanted[plugin.name] = region
+    compiled = compile_kernels(list(wanted.values()), sm=sm, max_ptx=max_ptx)  # one pool for all of them
+    return {name: compiled[region.op] for name, region in wanted.items()}
 
 
 def save_bundle(path: str | os.PathLike, bundle: Mapping[str, Sequence[CompiledKernel]]) -> None:

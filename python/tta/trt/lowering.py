@@ -124,6 +124,8 @@ def outline_regions(gm: torch.fx.GraphModule, settings: Any) -> torch.fx.GraphMo
     sm = session.sm if session is not None else device_sm(settings)
     # Plain torch_tensorrt.compile: kernels for the PTX ISA this machine's driver accepts.
     max_ptx = session.max_ptx if session is not None else driver_ptx_cap().option
-    for op in {n.target._schema.name.split("::", 1)[1] for n in tta_nodes(gm)}:
+    ops = {n.target._schema.name.split("::", 1)[1] for n in tta_nodes(gm)}
+    for op in ops:
         qdp.register(op, sm=sm, max_ptx=max_ptx)
+    qdp.prefetch(ops)  # every plugin's kernels in one pool, before the engine build asks for them
     return gm

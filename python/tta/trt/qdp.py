@@ -29,6 +29,10 @@ Interface used by the Torch-TensorRT side (converter, lowering pass, ``tta.compi
 ``tactics(op_name, input_dtypes=None) -> dict[int, CompiledKernel]``
     Every tactic id of the op and its kernel (compiling if needed).
 
+``prefetch(op_names)``
+    Compile every registered op's kernels in one pool (the lowering pass calls it before the
+    engine build), so the plugins do not compile one after another inside the build.
+
 ``define(name, plugin, input_metas, output_fn, *, dtypes=None, attributes=(), ...)``
     The same for any tta ``Plugin`` (what ``register`` uses; ``tta.custom_op`` reuses it):
     several input dtype combinations, and attributes (``Attribute(name, type)``: ``str``,
@@ -61,7 +65,7 @@ import inspect
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Sequence, Tuple, Union
 
 from ..aot.base import CompiledKernel
 from ..aot.session import Session, TensorType
@@ -154,7 +158,7 @@ class _Entry:
         cache). cuTile CUBINs become PTX where they can (``cutile_ptx``); where not, the CUBIN
         stays and ``cubin_reasons`` says why."""
         values = dict(values or {}) if self.by_values_enabled else {}
-        key = (tuple(input_dtypes), self.sm, self.max_ptx, self.allow_cubin) + ((_values_key(values),) if values else ())
+        key = self.kernels_key(input_dtypes, values)
         with self.lock:
             got = self.compiled.get(key)
             if got is None:
@@ -168,20 +172,29 @@ class _Entry:
                     ks = compile_specs(specs, self.metas_for(input_dtypes), out_metas, sm=self.sm, max_ptx=self.max_ptx)
                 else:
                     ks = compile_plugin(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
-                got = {}
-                for tid, k in zip(self.tactic_ids, ks):
-                    if k.backend == "cutile" and k.code_format == "cubin" and not self.allow_cubin:
-                        from ..aot.cutile.ptx import ptx_variant
-
-                        try:
-                            k = ptx_variant(k, self.max_ptx, f"{self.plugin_id} tactic {tid}")
-                        except PluginError as e:
-                            self.cubin_reasons[tid] = str(e)
-                    got[tid] = k
-                names = self.input_names or [f"x{i}" for i in range(len(self.input_metas))]
-                mutation.refuse_written_inputs(self.plugin_id, got, names, self.tactic_labels)
-                self.compiled[key] = got
+                got = self.compiled[key] = self.tactics_of(ks)
             return got
+
+    def kernels_key(self, input_dtypes: Sequence[str], values: dict) -> tuple:
+        """What ``compiled`` keys a set of kernels on: dtypes, target, and attribute values."""
+        return (tuple(input_dtypes), self.sm, self.max_ptx, self.allow_cubin) + ((_values_key(values),) if values else ())
+
+    def tactics_of(self, ks: Sequence[CompiledKernel]) -> dict[int, CompiledKernel]:
+        """tactic id -> kernel for the plugin's compiled kernels (in tactic order): cuTile CUBINs
+        made PTX where they can be, and kernels that write an input refused."""
+        got = {}
+        for tid, k in zip(self.tactic_ids, ks):
+            if k.backend == "cutile" and k.code_format == "cubin" and not self.allow_cubin:
+                from ..aot.cutile.ptx import ptx_variant
+
+                try:
+                    k = ptx_variant(k, self.max_ptx, f"{self.plugin_id} tactic {tid}")
+                except PluginError as e:
+                    self.cubin_reasons[tid] = str(e)
+            got[tid] = k
+        names = self.input_names or [f"x{i}" for i in range(len(self.input_metas))]
+        mutation.refuse_written_inputs(self.plugin_id, got, names, self.tactic_labels)
+        return got
 
     def refuse_cubin(self, tactic: int, k: CompiledKernel) -> None:
         if k.code_format != "ptx" and not self.allow_cubin:
@@ -575,6 +588,38 @@ def define_variant(name: str, base: _Entry, allowed: list[int]) -> _Entry:
         with base.lock:
             entry.sm, entry.max_ptx, entry.allow_cubin = base.sm, base.max_ptx, base.allow_cubin
     return entry
+
+
+def prefetch(op_names: Iterable[str]) -> None:
+    """Compile the kernels of every op's plugin, for each input dtype combination it offers, in
+    one pool before Torch-TensorRT builds the engine: its converters, autotune and ``aot_impl``
+    then find them compiled instead of compiling plugin by plugin. Plugins whose kernels depend
+    on attribute values compile when their values are known (at conversion); when a compile
+    fails, nothing is kept and each converter's own compile reports the error at its node."""
+    from ..aot.compile import compile_requests, plugin_request
+
+    todo = []
+    for op in sorted(set(op_names)):
+        entry = registered(op)
+        if entry.by_values_enabled:
+            continue
+        for combo in entry.dtype_combos:
+            key = entry.kernels_key(combo, {})
+            if key not in entry.compiled:
+                todo.append((entry, combo, key))
+    if not todo:
+        return
+    try:
+        compiled = compile_requests([plugin_request(e.plugin, e.metas_for(c), e.output_fn, sm=e.sm, max_ptx=e.max_ptx) for e, c, _ in todo])
+    except PluginError:
+        return  # each converter compiles its own plugin again and names its node in the error
+    for (entry, _, key), ks in zip(todo, compiled):
+        with entry.lock:
+            if key not in entry.compiled:
+                try:
+                    entry.compiled[key] = entry.tactics_of(ks)
+                except PluginError:
+                    pass  # refused (e.g. it writes an input): the converter says so at its node
 
 
 def registered(op_name: str) -> _Entry:

@@ -434,6 +434,46 @@ def test_only_configs_whose_guards_hold_over_the_profile_are_offered(builds):
     assert builds == []
 
 
+# Plugins of their own: ops other tests compiled in this process would already hold kernels.
+_PREFETCH_ADD_RELU = tta.custom_plugin(kernel=fused_add_relu.kernels, meta_impl=fused_add_relu.meta_impl, name="prefetch_add_relu")
+_PREFETCH_RMSNORM = tta.custom_plugin(kernel=rmsnorm.kernels, meta_impl=rmsnorm.meta_impl, name="prefetch_rmsnorm")
+
+
+class AddReluThenRMSNorm(nn.Module):
+    """Two regions with two plugins: their kernels compile in one pool before the engine build."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(1024) + 0.5)
+
+    def forward(self, x, y):
+        with tta.lower_as(impl=_PREFETCH_ADD_RELU):
+            h = torch.relu(x + y)
+        with tta.lower_as(impl=_PREFETCH_RMSNORM):
+            return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+def test_every_plugins_kernels_compile_in_one_pool_before_the_engine_build(builds, monkeypatch, tmp_path):
+    import tta.aot.compile as aot_compile
+
+    monkeypatch.setenv("TTA_CACHE_DIR", str(tmp_path))  # empty: every kernel is a miss
+    pools = []
+    real = aot_compile.run_tasks
+
+    def recording(tasks, *args, **kwargs):
+        if tasks:
+            pools.append(sorted({t.spec.launch_fn.__name__ for t in tasks}))
+        return real(tasks, *args, **kwargs)
+
+    monkeypatch.setattr(aot_compile, "run_tasks", recording)
+    x, y = _residual_inputs()
+    model = tta.compile(AddReluThenRMSNorm(), (x, y), check_kernels=False, **SETTINGS)
+    assert [r.in_tensorrt for r in model.tta_report.regions] == [True, True]
+    # One pool for both plugins' configs; the converters and aot_impl then compiled nothing.
+    assert pools == [["launch_add_relu", "launch_rmsnorm"]]
+    assert len([c for b in builds for c in b.network.calls if c[0] == "add_plugin"]) == 2
+
+
 def test_kernels_target_the_given_sm(builds):
     x, y = _residual_inputs()
     tta.compile(ResidualBlock(), (x, y), sm=80, **SETTINGS)

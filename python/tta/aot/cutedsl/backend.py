@@ -47,7 +47,7 @@ import torch
 from ...common import bridge as core
 from ...common import dtypes
 from ...errors import PluginError
-from .. import cuda_tools, ptxabi
+from .. import cuda_tools, phases, ptxabi
 from ..cutile.backend import placeholder_streams  # torch.cuda.current_stream() without a GPU while recording
 from ..driver import Artifact, Backend
 from ..record import patched
@@ -287,7 +287,8 @@ def build(plan: CutePlan, sm: int, max_ptx: int | str | None, config: tuple, whe
     hook = LaunchHook(host_args, here, plan.tensors)
     with tempfile.TemporaryDirectory(prefix="tta-cute-") as dump, hook.active():
         try:
-            compiled = cute.compile(fn, *[h.value for h in host_args], options=f"--gpu-arch {arch} --keep-ptx --dump-dir {dump}")
+            with phases.phase(phases.DSL):
+                compiled = cute.compile(fn, *[h.value for h in host_args], options=f"--gpu-arch {arch} --keep-ptx --dump-dir {dump}")
         except PluginError:
             raise
         except Exception as e:

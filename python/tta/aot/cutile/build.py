@@ -30,7 +30,7 @@ from ...common import bridge as core
 from ...common import dtypes
 from ...common.bridge import PtxEntry, QdpSlots
 from ...errors import GraphError, PluginError
-from .. import codegen, cuda_tools, ptxabi
+from .. import codegen, cuda_tools, phases, ptxabi
 from ..driver import Artifact
 
 CUBIN_NOTE = (
@@ -169,20 +169,16 @@ def build(plan, sm: int, max_ptx: int | None, config: tuple, where: str, pointer
     version = _bytecode_version(cuda_tools.tool_version(tool))
     buf = io.BytesIO()
     try:
-        export_kernel(
-            entry,
-            [_signature(plan, symbol, pointer_divisibility, here)],
-            buf,
-            gpu_code=f"sm_{sm}",
-            output_format="tileir_bytecode",
-            bytecode_version=version,
-        )
+        signature = _signature(plan, symbol, pointer_divisibility, here)
+        with phases.phase(phases.DSL):
+            export_kernel(entry, [signature], buf, gpu_code=f"sm_{sm}", output_format="tileir_bytecode", bytecode_version=version)
     except PluginError:
         raise
     except Exception as e:
         raise PluginError(f"{here}: cuTile could not compile the kernel for sm_{sm} (config {dict(config)}): {e}") from e
     opt = plan.kernel._compiler_options.opt_level_for_target(f"sm_{sm}")
-    cubin = cuda_tools.run_tileiras(tool, buf.getvalue(), sm, opt)
+    with phases.phase(phases.DSL):
+        cubin = cuda_tools.run_tileiras(tool, buf.getvalue(), sm, opt)
     ptx, entry_info = check_cubin(cubin, symbol, len(plan.input_dtypes), len(plan.extras), len(plan.output_dtypes), here)
     return Artifact(
         entry=symbol,

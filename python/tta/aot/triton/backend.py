@@ -41,7 +41,7 @@ import torch
 from ...common import dtypes
 from ...declare import autotune as triton_tuning
 from ...errors import PluginError
-from .. import ptxabi
+from .. import phases, ptxabi
 from ..driver import Artifact, Backend
 from ..record import patched
 from ..session import Session, constant_int
@@ -357,7 +357,8 @@ def build(
     if cap is not None and "ptx_version" not in options:
         options["ptx_version"] = cap
     try:
-        compiled = triton.compile(src, target=GPUTarget("cuda", sm, 32), options=options)
+        with phases.phase(phases.DSL):
+            compiled = triton.compile(src, target=GPUTarget("cuda", sm, 32), options=options)
     except Exception as e:
         raise PluginError(f"{where}: Triton could not compile kernel {kname} for sm_{sm} (config {dict(config)}): {e}") from e
     md = compiled.metadata
