@@ -29,6 +29,12 @@ _ENV = os.path.basename(sys.prefix)
 _running: pytest.Item | None = None  # the test whose protocol runs now
 
 
+def running_test() -> pytest.Item | None:
+    """The test whose protocol runs now (fixtures of any scope run inside some test's protocol
+    and are charged to it); conftest's kernel-compile check reads it too."""
+    return _running
+
+
 def _append(log: str, dsl: str, identity: str, seconds: float) -> None:
     test = _running.nodeid if _running is not None else "(outside a test)"
     again = int(_running is not None and _running.get_closest_marker("compiles_again") is not None)

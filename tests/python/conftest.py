@@ -2,9 +2,11 @@ import importlib.util
 import os
 import sys
 
+import compile_ledger
 import pytest
 
-# The compile ledger (TTA_COMPILE_LOG): what the run compiles, for scripts/test_summary.py.
+# The compile ledger (TTA_COMPILE_LOG): what the run compiles, for scripts/compiled_kernels.py.
+# It also tracks which test runs now (compile_ledger.running_test).
 pytest_plugins = ["compile_ledger"]
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -69,13 +71,13 @@ def pytest_collection_modifyitems(items):
 # that compiles a kernel without the `kernels` marker fails, so the quick selection stays honest.
 # The check wraps the compile entries for the whole session: fixtures of any scope that compile
 # run inside some test's protocol and are charged to it.
-_running = None  # the test whose protocol runs now
 
 
 def _refuse_unmarked(fn):
     def checked(*args, **kwargs):
-        if _running is not None and _running.get_closest_marker("kernels") is None:
-            raise AssertionError(f"{_running.nodeid} compiles a kernel: mark it `kernels` (pytest.mark.kernels)")
+        running = compile_ledger.running_test()
+        if running is not None and running.get_closest_marker("kernels") is None:
+            raise AssertionError(f"{running.nodeid} compiles a kernel: mark it `kernels` (pytest.mark.kernels)")
         return fn(*args, **kwargs)
 
     return checked
@@ -108,16 +110,9 @@ def pytest_configure(config):
     triton.compile = _refuse_unmarked(triton.compile)  # Triton's own compile, as tests call it
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    global _running
-    _running = item
+def pytest_runtest_logstart(nodeid, location):
     # scripts/test.sh names the test that was running when a step passes its time limit.
     current = os.environ.get("TTA_TEST_CURRENT")
     if current:
         with open(current, "w") as f:
-            f.write(item.nodeid + "\n")
-    try:
-        return (yield)
-    finally:
-        _running = None
+            f.write(nodeid + "\n")

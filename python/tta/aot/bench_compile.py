@@ -26,8 +26,6 @@ import sys
 import tempfile
 import time
 
-PHASE_ORDER = ("session", "record", "dsl", "ptxas check", "read back", "cache")
-
 
 def _fresh_triton_cache() -> None:
     import triton
@@ -124,12 +122,12 @@ def pools(exs: list, jobs: int | None = None) -> list[dict]:
 def _print_phases(per_dsl: dict[str, dict[str, float]]) -> dict[str, float]:
     from . import phases
 
-    print("\n| DSL | " + " | ".join(f"{p} (s)" for p in PHASE_ORDER) + " | tta's own share |")
-    print("|---|" + "---|" * (len(PHASE_ORDER) + 1))
+    print("\n| DSL | " + " | ".join(f"{p} (s)" for p in phases.NAMES) + " | tta's own share |")
+    print("|---|" + "---|" * (len(phases.NAMES) + 1))
     total: dict[str, float] = {}
     for dsl, times in per_dsl.items():
         phases.add(total, times)
-        print(f"| {dsl} | " + " | ".join(f"{times.get(p, 0.0):.3f}" for p in PHASE_ORDER) + f" | {phases.own_share(times):.1%} |")
+        print(f"| {dsl} | " + " | ".join(f"{times.get(p, 0.0):.3f}" for p in phases.NAMES) + f" | {phases.own_share(times):.1%} |")
     print()
     for dsl, times in per_dsl.items():
         print(f"tta's own share of cold compile ({dsl}): {phases.own_share(times):.1%}")

@@ -276,8 +276,13 @@ def compile_requests(
     return out  # type: ignore[return-value]
 
 
-# compile_specs' and compile_plugin's keywords that say how to run, not what to compile.
+# compile_requests' keywords: how to run, not what to compile.
 RUN_OPTIONS = ("cache", "jobs", "pool", "progress", "timings")
+
+
+def split_run_options(kw: dict) -> tuple[dict, dict]:
+    """(``RUN_OPTIONS`` given in ``kw``, the compile options left)."""
+    return {k: v for k, v in kw.items() if k in RUN_OPTIONS}, {k: v for k, v in kw.items() if k not in RUN_OPTIONS}
 
 
 def compile_specs(
@@ -330,8 +335,8 @@ def compile_plugin(
     **kw: Any,
 ) -> list[CompiledKernel]:
     """``plugin_request``'s kernels, compiled; ``kw``: compile options and ``RUN_OPTIONS``."""
-    run = {k: kw.pop(k) for k in RUN_OPTIONS if k in kw}
-    (out,) = compile_requests([plugin_request(plugin, input_metas, output_metas, sm, max_ptx, **kw)], **run)
+    run, options = split_run_options(kw)
+    (out,) = compile_requests([plugin_request(plugin, input_metas, output_metas, sm, max_ptx, **options)], **run)
     return out
 
 

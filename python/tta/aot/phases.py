@@ -20,6 +20,7 @@ import time
 from typing import Iterator
 
 DSL = "dsl"
+NAMES = ("session", "record", DSL, "ptxas check", "read back", "cache")  # in the order a compile runs them
 
 _local = threading.local()  # .times: the dict being filled, .stack: [phase, started] of open phases
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..aot.base import CompiledKernel
-from ..aot.compile import RUN_OPTIONS, Request, compile_requests, plugin_request, region_input_types
+from ..aot.compile import Request, compile_requests, plugin_request, region_input_types, split_run_options
 from ..declare.plugin import lookup
 from ..errors import PluginError
 from ..runtime import ops
@@ -21,7 +21,7 @@ def compile_kernels(
     ``ranges`` (``export_ranges``: the sizes export proved per symbol) bound them. Every plugin's
     misses compile in one pool. ``options``: compile options and ``RUN_OPTIONS`` (``cache``,
     ``pool``, ...). Returns op name -> kernels (ops whose plugin has no kernels are left out)."""
-    run = {k: options.pop(k) for k in RUN_OPTIONS if k in options}
+    run, options = split_run_options(options)
     requests: dict[str, Request] = {}
     for r in regions:
         plugin = lookup(r.impl)

@@ -162,7 +162,7 @@ class _Entry:
         with self.lock:
             got = self.compiled.get(key)
             if got is None:
-                from ..aot.compile import compile_plugin, compile_specs
+                from ..aot.compile import compile_requests, compile_specs
 
                 if values:
                     combos, shapes = self.signature(values)
@@ -171,9 +171,15 @@ class _Entry:
                     specs = [with_arguments(s, values) for s in self.plugin.kernels]
                     ks = compile_specs(specs, self.metas_for(input_dtypes), out_metas, sm=self.sm, max_ptx=self.max_ptx)
                 else:
-                    ks = compile_plugin(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
+                    (ks,) = compile_requests([self.request(input_dtypes)])
                 got = self.compiled[key] = self.tactics_of(ks)
             return got
+
+    def request(self, input_dtypes: Sequence[str]):
+        """What compiles the kernels for these input dtypes (a plugin without attribute values)."""
+        from ..aot.compile import plugin_request
+
+        return plugin_request(self.plugin, self.metas_for(input_dtypes), self.output_fn, sm=self.sm, max_ptx=self.max_ptx)
 
     def kernels_key(self, input_dtypes: Sequence[str], values: dict) -> tuple:
         """What ``compiled`` keys a set of kernels on: dtypes, target, and attribute values."""
@@ -596,7 +602,7 @@ def prefetch(op_names: Iterable[str]) -> None:
     then find them compiled instead of compiling plugin by plugin. Plugins whose kernels depend
     on attribute values compile when their values are known (at conversion); when a compile
     fails, nothing is kept and each converter's own compile reports the error at its node."""
-    from ..aot.compile import compile_requests, plugin_request
+    from ..aot.compile import compile_requests
 
     todo = []
     for op in sorted(set(op_names)):
@@ -610,7 +616,7 @@ def prefetch(op_names: Iterable[str]) -> None:
     if not todo:
         return
     try:
-        compiled = compile_requests([plugin_request(e.plugin, e.metas_for(c), e.output_fn, sm=e.sm, max_ptx=e.max_ptx) for e, c, _ in todo])
+        compiled = compile_requests([entry.request(combo) for entry, combo, _ in todo])
     except PluginError:
         return  # each converter compiles its own plugin again and names its node in the error
     for (entry, _, key), ks in zip(todo, compiled):
