@@ -129,3 +129,43 @@ def test_a_rewrites_plugins_compile_in_one_pool(monkeypatch, tmp_path):
     n = {p.name: sum(len(s.config_dicts()) for s in p.kernels) for p in (RMSNORM, SWIGLU)}
     assert sorted(len(ks) for ks in kernels.values()) == sorted(n.values())  # the two RMSNorms share one op
     assert pools == [sum(n.values())]
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+@pytest.mark.kernels
+def test_tactics_that_compile_to_one_kernel_compile_it_once(pool, tmp_path, monkeypatch):
+    # ROWS only changes the grid, so these four tactics are one Triton kernel; two workers start
+    # on two of them at once, and without a lock both would miss Triton's cache.
+    import triton
+    import triton.knobs
+
+    import tta.declare.specs as specs
+
+    log = tmp_path / "misses"
+    before = triton.knobs.compilation.listener
+
+    def heard(**kw):
+        if not kw["cache_hit"]:
+            with open(log, "a") as f:  # forked workers write here too
+                f.write(kw["metadata"]["hash"] + "\n")
+        if before is not None:
+            before(**kw)
+
+    monkeypatch.setattr(triton.knobs.compilation, "listener", heard)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))  # the knob reads it
+    ex = by_name("triton_rmsnorm")
+    spec = specs.triton(ex.launch_fn, configs=[{"BLOCK": 1024, "ROWS": r} for r in (1, 2, 4, 8)])
+    ks = C.compile_specs([spec], ex.input_metas(torch.float16), ex.meta, cache=False, jobs=2, pool=pool, progress=False)
+    assert len(log.read_text().split()) == 1
+    assert len({k.code for k in ks}) == 1 and len({k.grid for k in ks}) == 4
+
+
+@pytest.mark.torch_independent
+def test_a_lock_that_cannot_be_taken_lets_the_work_run(tmp_path):
+    from tta.common import filelock
+
+    with filelock.held(tmp_path / "locks" / "a.lock") as taken:
+        assert taken and (tmp_path / "locks" / "a.lock").exists()
+    (tmp_path / "file").write_text("")
+    with filelock.held(tmp_path / "file" / "a.lock") as taken:  # its folder is a file
+        assert not taken

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from typing import Any, Callable
 
 import torch
 
-from ...common import dtypes
+from ...common import dtypes, filelock
 from ...declare import autotune as triton_tuning
 from ...errors import PluginError
 from .. import phases, ptxabi
@@ -357,7 +358,7 @@ def build(
     if cap is not None and "ptx_version" not in options:
         options["ptx_version"] = cap
     try:
-        with phases.phase(phases.DSL):
+        with phases.phase(phases.DSL), _one_compile_of(src, options, sm):
             compiled = triton.compile(src, target=GPUTarget("cuda", sm, 32), options=options)
     except Exception as e:
         raise PluginError(f"{where}: Triton could not compile kernel {kname} for sm_{sm} (config {dict(config)}): {e}") from e
@@ -395,6 +396,24 @@ def build(
             "note": specialization_note(plan),
         },
     )
+
+
+def _one_compile_of(src, options: dict, sm: int):
+    """A lock on what Triton would compile alike. Tactics whose configs differ only in what the
+    launch function uses (a grid: ``ROWS`` in the rmsnorm example) compile to one kernel; in a
+    pool their workers would compile it side by side, so the second waits for the first and hits
+    Triton's cache. Keyed like Triton's own hash (source, signature, constants, attrs), the
+    options and the target. The lock files (empty) stay in Triton's cache folder."""
+    import triton.knobs
+
+    key = hashlib.sha256(f"{src.hash()}\0{sorted(options.items())!r}\0sm_{sm}".encode()).hexdigest()
+    try:
+        folder = triton.knobs.cache.dir
+    except Exception:
+        folder = None
+    if not folder:
+        return contextlib.nullcontext(False)
+    return filelock.held(f"{folder}/tta-locks/{key[:32]}.lock")
 
 
 def specialization_note(plan: TritonPlan) -> str | None:
