@@ -133,6 +133,7 @@ def test_a_rewrites_plugins_compile_in_one_pool(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
 @pytest.mark.kernels
+@pytest.mark.compiles_again  # an empty Triton cache of its own, on purpose: without the lock both workers would miss it
 def test_tactics_that_compile_to_one_kernel_compile_it_once(pool, tmp_path, monkeypatch):
     # ROWS only changes the grid, so these four tactics are one Triton kernel; two workers start
     # on two of them at once, and without a lock both would miss Triton's cache.

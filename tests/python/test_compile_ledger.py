@@ -61,6 +61,8 @@ def _row(env, test, identity, again=False):
 def test_the_check_names_both_tests_and_spares_other_environments_and_marked_tests(capsys):
     assert compiled_kernels.check([_row(".venv", "t::a", "k1"), _row(".venv-torch2.14", "t::b", "k1")]) == 0
     assert compiled_kernels.check([_row(".venv", "t::a", "k1"), _row(".venv", "t::b", "k1", again=True)]) == 0
+    # A marked test's compile (in a cache of its own) is no first compile to reuse.
+    assert compiled_kernels.check([_row(".venv", "t::a", "k1", again=True), _row(".venv", "t::b", "k1")]) == 0
     capsys.readouterr()
     assert compiled_kernels.check([_row(".venv", "t::a", "k1"), _row(".venv", "t::b", "k1")]) == 1
     said = capsys.readouterr().out
