@@ -12,8 +12,10 @@
 //! - [`debug_ptx_from_cubin`]: cuTile's PTX, which only exists inside its CUBIN;
 //!   [`cubin_params`]: the parameter layout ptxas recorded in a CUBIN.
 //! - [`stored_params`]: the parameters a kernel may write through.
+//! - [`instruction_forms`]: what decides whether an assembler accepts the module for a target.
 
 mod elf;
+mod forms;
 mod isa;
 mod lex;
 mod parse;
@@ -23,6 +25,7 @@ mod span;
 mod stores;
 
 pub use elf::{cubin_params, debug_ptx_from_cubin, KernelParam};
+pub use forms::instruction_forms;
 pub use isa::{max_isa_for_driver, min_driver_for_isa, CudaVersion, IsaVersion};
 pub use parse::{mentions, parse, Entry, Module, Param, PtrQual};
 pub use qdp::{

@@ -21,13 +21,13 @@ use super::parse::parse;
 use crate::error::Result;
 
 /// One instruction: opcode and operands, each operand as its words (registers and symbols).
-struct Inst {
-    opcode: String,
-    operands: Vec<Operand>,
+pub(super) struct Inst {
+    pub(super) opcode: String,
+    pub(super) operands: Vec<Operand>,
 }
 
-struct Operand {
-    words: Vec<String>,
+pub(super) struct Operand {
+    pub(super) words: Vec<String>,
     /// Inside `[ ]`: an address.
     address: bool,
     /// An integer constant (`15`, `-16`, `0xFFFFFFF0`).
@@ -160,7 +160,7 @@ fn write_address(inst: &Inst) -> Option<&Operand> {
 }
 
 /// The body's instructions, with predicates, labels, declarations and braces of scopes dropped.
-fn instructions(body: &str) -> Result<Vec<Inst>> {
+pub(super) fn instructions(body: &str) -> Result<Vec<Inst>> {
     let mut p = Parser { src: body, m: mask(body)?, pos: 0 };
     let mut out = Vec::new();
     let mut stmt: Vec<Tok> = Vec::new();
@@ -174,6 +174,9 @@ fn instructions(body: &str) -> Result<Vec<Inst>> {
             }
             // A scope brace before any opcode; braces inside operands are vectors.
             Some(b'{') | Some(b'}') if stmt.is_empty() => {}
+            // The body of a declaration (`.visible .entry k(...) {`, `.func`, an initializer),
+            // when the text read is a whole module.
+            Some(b'{') if p.text(stmt[0]).starts_with('.') => stmt.clear(),
             // Debug line directives end at the line's end, without `;`.
             None if stmt.is_empty() && matches!(p.text(t), ".loc" | ".file") => p.skip_line(),
             // A label `name:` ends without `;` (`shared::cta` in an opcode is no label).

@@ -30,6 +30,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ptx_cubin_params, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_max_isa_for_driver, m)?)?;
     m.add_function(wrap_pyfunction!(ptx_stored_params, m)?)?;
+    m.add_function(wrap_pyfunction!(ptx_instruction_forms, m)?)?;
     Ok(())
 }
 
@@ -315,4 +316,10 @@ fn ptx_max_isa_for_driver(cuda: &str) -> PyResult<Option<String>> {
 #[pyfunction]
 fn ptx_stored_params(ptx_text: &str, entry: &str) -> PyResult<Vec<usize>> {
     guarded("ptx_stored_params", ptx_text, || ptx::stored_params(ptx_text, entry).map_err(to_py))
+}
+
+/// The module's instruction forms (see `ptx::instruction_forms`).
+#[pyfunction]
+fn ptx_instruction_forms(ptx_text: &str) -> PyResult<Vec<String>> {
+    guarded("ptx_instruction_forms", ptx_text, || ptx::instruction_forms(ptx_text).map_err(to_py))
 }

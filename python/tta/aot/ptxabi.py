@@ -87,24 +87,33 @@ def entry_of(ptx: str, name: str) -> PtxEntry:
 def plain_target(ptx: str, sm: int, ptxas: str | None, where: str = "") -> tuple[str, str | None]:
     """The PTX with ``.target sm_90a`` made ``sm_90`` when the kernel needs nothing
     arch-specific, which is when ``ptxas`` (an assembler that reads the PTX's ISA) assembles it
-    for the plain target. Otherwise the PTX is unchanged and the second value says why the
-    suffix stays. Plain targets also JIT-compile on later GPUs; ``sm_90a`` loads only on sm_90."""
+    for the plain target, or when every instruction form it holds was in a module ptxas did
+    assemble for that target (``plain_forms.py``). Otherwise the PTX is unchanged and the second
+    value says why the suffix stays. Plain targets also JIT-compile on later GPUs; ``sm_90a``
+    loads only on sm_90."""
     import os
     import subprocess
     import tempfile
+
+    from . import plain_forms
 
     plain = core.ptx_drop_arch_suffix(ptx)
     if plain == ptx:
         return ptx, None
     if not ptxas:
         return ptx, "no ptxas to check the plain target with"
-    with tempfile.TemporaryDirectory(prefix="tta-target-") as d:
-        src = os.path.join(d, "k.ptx")
-        with open(src, "w") as f:
-            f.write(plain)
-        with phases.phase("ptxas check"):
+    with phases.phase("ptxas check"):
+        forms = core.ptx_instruction_forms(plain)
+        record = plain_forms.record_path(sm, ptxas, core.ptx_parse(plain).version)
+        if plain_forms.accepted(record, forms):
+            return plain, None
+        with tempfile.TemporaryDirectory(prefix="tta-target-") as d:
+            src = os.path.join(d, "k.ptx")
+            with open(src, "w") as f:
+                f.write(plain)
             r = subprocess.run([ptxas, f"-arch=sm_{sm}", src, "-o", os.path.join(d, "k.cubin")], capture_output=True, text=True)
     if r.returncode != 0:
         first = (r.stderr.replace(src, "k.ptx").strip().splitlines() or ["ptxas failed"])[0]
         return ptx, f"{where}: needs sm_{sm}a: {first}"
+    plain_forms.add(record, forms)
     return plain, None

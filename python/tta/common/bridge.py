@@ -332,3 +332,9 @@ def max_isa_for_driver(cuda: str) -> str | None:
 def ptx_stored_params(ptx: str, entry: str) -> list[int]:
     """Indices of the parameters of ``entry`` the kernel may store through."""
     return list(_core.ptx_stored_params(ptx, entry))
+
+
+def ptx_instruction_forms(ptx: str) -> list[str]:
+    """The module's opcodes with their qualifiers, special registers and entry directives: what
+    decides whether an assembler accepts it for a target."""
+    return list(_core.ptx_instruction_forms(ptx))
