@@ -12,11 +12,10 @@ only costs the second assemblies again.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
-from ..common.cache import default_dir
+from ..common.cache import default_dir, digest
 
 _known: dict[Path, set[str]] = {}  # read once per process, then kept in step with our appends
 
@@ -29,7 +28,7 @@ def record_path(sm: int, ptxas: str, ptx_version: str) -> Path:
         tool = f"{os.path.realpath(ptxas)}\0{st.st_size}\0{st.st_mtime_ns}"
     except OSError:
         tool = ptxas
-    key = hashlib.sha256(f"{tool}\0{ptx_version}".encode()).hexdigest()[:24]
+    key = digest({"ptxas": tool, "isa": ptx_version})[:24]
     return default_dir() / "plain-target-forms" / f"sm_{sm}-{key}.txt"
 
 

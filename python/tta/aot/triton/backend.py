@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from typing import Any, Callable
 import torch
 
 from ...common import dtypes, filelock
+from ...common.cache import digest
 from ...declare import autotune as triton_tuning
 from ...errors import PluginError
 from .. import phases, ptxabi
@@ -406,7 +406,7 @@ def _one_compile_of(src, options: dict, sm: int):
     options and the target. The lock files (empty) stay in Triton's cache folder."""
     import triton.knobs
 
-    key = hashlib.sha256(f"{src.hash()}\0{sorted(options.items())!r}\0sm_{sm}".encode()).hexdigest()
+    key = digest({"source": src.hash(), "options": options, "sm": sm})
     try:
         folder = triton.knobs.cache.dir
     except Exception:
