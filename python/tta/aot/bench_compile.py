@@ -75,12 +75,9 @@ def _run_launch_once(ex) -> None:
     kernels import transformers, 0.9 s) are the user's, done by their model code before any
     compile, and not a compile's time."""
     from . import driver
-    from .session import Session
 
-    session = Session(ex.input_metas(ex.dtypes[0]))
-    session.outputs_from_fn(ex.meta, ex.name)
     spec = ex.spec()
-    driver.record(spec, spec.config_dicts()[0], session)
+    driver.record(spec, spec.config_dicts()[0], driver.session_for(ex.input_metas(ex.dtypes[0]), ex.meta, ex.name))
 
 
 def cold_vs_cached(exs: list, repeats: int = 3) -> tuple[list[dict], dict[str, dict[str, float]]]:

@@ -82,6 +82,17 @@ def record(spec: Any, config: dict, session: Session) -> Any:
     return b.plan(one_launch(captured, where, config), session, where)
 
 
+def session_for(input_types: Sequence[TensorType], output_types: Any, where: str) -> Session:
+    """The fake inputs, and the outputs from their types or from a function of the inputs, that a
+    launch is recorded against."""
+    session = Session(input_types)
+    if callable(output_types):
+        session.outputs_from_fn(output_types, where)
+    else:
+        session.outputs_from_metas(output_types)
+    return session
+
+
 def compile_spec(
     spec: Any, config: dict, input_types: Sequence[TensorType], output_types: Any, sm: int, max_ptx: int | None, **options: Any
 ) -> CompiledKernel:
@@ -95,11 +106,7 @@ def compile_spec(
     if unknown:
         raise PluginError(f"{where}: unknown {b.title} compile options {sorted(unknown)}")
     with phases.phase("session"):
-        session = Session(input_types)
-        if callable(output_types):
-            session.outputs_from_fn(output_types, where)
-        else:
-            session.outputs_from_metas(output_types)
+        session = session_for(input_types, output_types, where)
     with phases.phase("record"):
         plan = record(spec, dict(config), session)
         types = session.port_types()

@@ -12,6 +12,7 @@ only costs the second assemblies again.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -20,15 +21,20 @@ from ..common.cache import default_dir, digest
 _known: dict[Path, set[str]] = {}  # read once per process, then kept in step with our appends
 
 
-def record_path(sm: int, ptxas: str, ptx_version: str) -> Path:
-    """The record for this target, this assembler (path, size and time: a new toolkit starts a
-    new record) and this ISA."""
+@functools.lru_cache(maxsize=None)
+def _assembler(ptxas: str) -> str:
+    """The assembler's path, size and time (a new toolkit starts a new record), read once per
+    process rather than once per kernel."""
     try:
         st = os.stat(ptxas)
-        tool = f"{os.path.realpath(ptxas)}\0{st.st_size}\0{st.st_mtime_ns}"
+        return f"{os.path.realpath(ptxas)}\0{st.st_size}\0{st.st_mtime_ns}"
     except OSError:
-        tool = ptxas
-    key = digest({"ptxas": tool, "isa": ptx_version})[:24]
+        return ptxas
+
+
+def record_path(sm: int, ptxas: str, ptx_version: str) -> Path:
+    """The record for this target, this assembler and this ISA."""
+    key = digest({"ptxas": _assembler(ptxas), "isa": ptx_version})[:24]
     return default_dir() / "plain-target-forms" / f"sm_{sm}-{key}.txt"
 
 
